@@ -1,0 +1,108 @@
+// One normalized dump configuration read from any of three dialects, detected by shape:
+//  - acl.json ({"dump": {...}}; seeds 002, 003, 004),
+//  - MindSpore ({"common_dump_settings": {...}, "e2e_dump_settings": {...}}; seed 001),
+//  - seed 000's session options ({"enable_dump": true, "dump_path": ..., "dump_step": ...}).
+// An "opdump" object at the top level of any dialect holds opdump's own options.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opdump/selection.h"
+#include "opdump/stats.h"
+
+namespace opdump {
+
+enum class Dialect { Acl, MindSpore, Session };
+enum class IoSelect { Input, Output, All };
+enum class SavedData { Tensor, Statistic, Full };
+enum class FileFormat { Npy, Bin };
+enum class Layout { Ascend, MindSporeSync };
+enum class Scene { Normal, Overflow, ExceptionBrief, ExceptionNorm, ExceptionDetail, Watcher };
+enum class ObserveLevel { Api, Kernel, All };
+enum class StatCalcMode { Host, Device };
+
+std::string_view to_string(Dialect d);
+std::string_view to_string(IoSelect s);
+std::string_view to_string(SavedData s);
+std::string_view to_string(FileFormat f);
+std::string_view to_string(Layout l);
+std::string_view to_string(Scene s);
+std::string_view to_string(ObserveLevel l);
+
+// acl.json dump_list entry.
+struct ModelSelection {
+  std::string model_name;  // empty: any model (watcher entries)
+  std::vector<std::string> layers;
+  std::vector<std::string> watcher_nodes;
+};
+
+struct DumpConfig {
+  Dialect dialect = Dialect::Acl;
+  std::string source;  // file the config came from ("<string>" when parsed from text)
+  bool enabled = true;
+
+  // Where: the resolved absolute root, and how it was chosen (e.g. "NPU_COLLECT_PATH").
+  std::string dump_path;
+  std::string dump_path_origin;
+  Layout layout = Layout::Ascend;
+  FileFormat file_format = FileFormat::Npy;
+  std::string net_name = "Net";  // MindSpore layout's {net_name}
+
+  // What.
+  IterationSet iterations = IterationSet::all();
+  IoSelect io = IoSelect::Output;
+  SavedData saved_data = SavedData::Tensor;
+  std::vector<StatCategory> stat_categories = default_stat_categories();
+  bool dump_all_ops = true;      // MindSpore dump_mode 0
+  bool dump_marked_only = false; // MindSpore dump_mode 2 (set_dump)
+  std::vector<std::string> kernels;  // MindSpore dump_mode 1 entries
+  std::vector<ModelSelection> dump_list;
+  bool op_switch = false;                 // acl.json dump_op_switch: ops outside models
+  std::vector<uint32_t> support_device;   // empty: every device
+  Scene scene = Scene::Normal;
+  uint32_t overflow_number = 0;           // 0: all
+  bool trans_flag = true;
+  StatCalcMode stat_calc_mode = StatCalcMode::Host;
+  bool sample = false;
+  uint32_t sample_num = 100;
+  bool save_kernel_args = false;
+
+  // opdump's own options ("opdump": {...}).
+  ObserveLevel level = ObserveLevel::Api;
+  bool skip_no_compute_ops = true;
+  bool check_fp16_range = false;
+  uint64_t max_inflight_bytes = uint64_t(512) << 20;
+  unsigned writer_threads = 2;
+
+  std::string original_text;          // the config as given (for .dump_metadata)
+  std::vector<std::string> warnings;  // unknown keys and similar
+
+  bool dumps_tensors() const { return saved_data != SavedData::Statistic; }
+  bool dumps_statistics() const { return saved_data != SavedData::Tensor; }
+  bool dumps_inputs() const { return io != IoSelect::Output; }
+  bool dumps_outputs() const { return io != IoSelect::Input; }
+  bool device_selected(uint32_t device) const;
+};
+
+// Environment lookup, injectable for tests; the default reads the process environment.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup process_env();
+
+struct ParseOptions {
+  EnvLookup env = process_env();
+  std::string cwd;  // empty: the process's current directory
+};
+
+// Throws ConfigError naming the JSON path, the bad value and what is allowed.
+DumpConfig parse_config(const std::string& text, const std::string& source = "<string>",
+                        const ParseOptions& options = {});
+DumpConfig load_config(const std::string& path, const ParseOptions& options = {});
+
+// The normalized config, for `opdump config check`: readable text, or JSON.
+std::string describe_config(const DumpConfig& config);
+std::string config_to_json(const DumpConfig& config);
+
+}  // namespace opdump

@@ -1,0 +1,108 @@
+// The framework-independent dump engine that runtime adapters drive: it applies the config's
+// selection, names files in the configured layout, computes statistics and hands files to the
+// asynchronous writer. An adapter reports operator executions; the Dumper does the rest.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opdump/config.h"
+#include "opdump/layout.h"
+#include "opdump/statistic_csv.h"
+#include "opdump/writer.h"
+
+namespace opdump {
+
+struct DumperOptions {
+  uint32_t rank = 0;       // MindSpore layout rank_{id}
+  uint32_t device_id = 0;  // Ascend layout {device_id}; support_device filter
+  int64_t start_time = 0;  // unix seconds for the {time} folder; 0 = now
+};
+
+// One operator execution as the adapter saw it.
+struct OpRecord {
+  OpIdentity id;
+  std::string model_name;  // empty: run outside any registered model
+  uint64_t model_id = 0;   // Ascend {model_id}; MindSpore {graph_id}
+  uint64_t iteration = 0;  // Ascend {data_index}; MindSpore {iteration}
+};
+
+// A tensor handed to the Dumper: contiguous bytes described by `view`, kept alive by `owner`.
+struct DumpTensor {
+  TensorView view;
+  std::shared_ptr<const Buffer> owner;
+};
+
+struct DumpCounters {
+  uint64_t ops = 0;
+  uint64_t tensors = 0;
+  uint64_t tensor_bytes = 0;
+  uint64_t stat_rows = 0;
+};
+
+class Dumper {
+ public:
+  // Resolves and creates the dump root (a clear error now when it cannot be written, rather
+  // than mid-run) and records the config in .dump_metadata for the MindSpore layout.
+  Dumper(DumpConfig config, DumperOptions options = {});
+  ~Dumper();
+  Dumper(const Dumper&) = delete;
+  Dumper& operator=(const Dumper&) = delete;
+
+  const DumpConfig& config() const { return config_; }
+  const DumperOptions& options() const { return options_; }
+  bool device_selected() const { return device_selected_; }
+  bool iteration_selected(uint64_t iteration) const;
+
+  // Selection of one op by model (acl dump_list / dump_op_switch) and name (kernels).
+  // `marked` says the op belongs to something marked with set_dump (MindSpore dump_mode 2).
+  bool op_selected(std::string_view model_name, std::string_view op_name, std::string_view op_type,
+                   bool marked = false) const;
+
+  // The folder an op's files go to (created on first use).
+  std::string op_folder(const OpRecord& op);
+  // The root of this process's dump: {dump_path}/{time}/{device} or {path}/rank_{id}.
+  const std::string& run_root() const { return run_root_; }
+
+  // Dumps an op's selected inputs and outputs (per config.io) as tensors and/or statistics.
+  void dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs,
+               const std::vector<DumpTensor>& outputs);
+
+  // Writes a small text file below run_root (execution order, graphs, Opdebug records).
+  void write_text(const std::string& relative_path, const std::string& text);
+
+  AsyncWriter& writer() { return *writer_; }
+  DumpCounters counters() const;
+  // Drains the writer, closes statistic.csv files, warns about kernels entries that never
+  // matched, and returns what was written and lost. Safe to call more than once.
+  WriterReport finalize();
+
+ private:
+  void dump_tensor_files(const OpRecord& op, const std::string& folder, IoKind io,
+                         const std::vector<DumpTensor>& tensors);
+  void dump_bin(const OpRecord& op, const std::string& folder,
+                const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs);
+  void dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
+                       const std::vector<DumpTensor>& tensors);
+
+  DumpConfig config_;
+  DumperOptions options_;
+  KernelFilter kernels_;
+  std::vector<std::pair<std::string, KernelFilter>> model_layers_;  // acl dump_list by model_name
+  std::string run_root_;
+  bool device_selected_ = true;
+  std::unique_ptr<AsyncWriter> writer_;
+  std::unique_ptr<StatisticCsvWriter> statistics_;
+  NameMapper names_;
+  mutable std::mutex folders_mutex_;
+  std::vector<std::string> folders_made_;
+  std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0};
+  bool finalized_ = false;
+  WriterReport final_report_;
+};
+
+}  // namespace opdump

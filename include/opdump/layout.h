@@ -1,0 +1,80 @@
+// Folder layout and file naming of the seeds:
+//  Ascend:        {dump_path}/{time}/{device_id}/{model_name}/{model_id}/{data_index}/{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}
+//  single op:     {dump_path}/{time}/{device_id}/{dump file}
+//  MindSpore:     {path}/rank_{id}/{net_name}/{graph_id}/{iteration}/{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{input|output}.{slot}.{format}.npy
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace opdump {
+
+// '.', '/', '\\' and spaces become '_' (the seeds' rule); control characters, NUL and bytes
+// that would let a name escape its folder become '_' too. Never returns "", "." or "..".
+std::string sanitize_name(std::string_view name);
+
+// "YYYYMMDDHHMMSS" in local time.
+std::string dump_time_string(int64_t unix_seconds);
+// Microseconds since the epoch.
+uint64_t now_microseconds();
+
+enum class IoKind { Input, Output };
+std::string_view to_string(IoKind io);
+
+// Identity of one operator execution.
+struct OpIdentity {
+  std::string op_type;
+  std::string op_name;
+  uint64_t task_id = 0;
+  uint64_t stream_id = 0;
+  uint64_t timestamp = 0;  // microseconds
+};
+
+// {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp} with names sanitized.
+std::string ascend_file_name(const OpIdentity& op);
+// ...{timestamp}.{input|output}.{slot}.{format}.npy
+std::string mindspore_file_name(const OpIdentity& op, IoKind io, uint32_t slot,
+                                 std::string_view format = "DefaultFormat");
+
+// The parts of a dump file name, recovered from
+// {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}[.{input|output}.{slot}.{format}[.{dtype}].npy]
+// (names were sanitized when written, so '.' separates fields).
+struct ParsedDumpName {
+  OpIdentity op;
+  bool has_io = false;  // an npy file of one tensor
+  IoKind io = IoKind::Output;
+  uint32_t slot = 0;
+  std::string format;
+};
+bool parse_dump_file_name(std::string_view file_name, ParsedDumpName* out);
+
+// Joins a relative path below a root, refusing anything that would leave it.
+std::string join_path(const std::string& root, std::string_view relative);
+
+// Creates a folder and its parents with mode 0750. Throws IoError.
+void make_dirs(const std::string& path);
+
+// Keeps file names under the OS limit (255 bytes): a longer name is replaced by a short
+// generated one and `generated,original` is appended to mapping.csv in the same folder before
+// the file is written. Names are derived from a hash of the original plus a counter on
+// collision, so they are stable across runs and unique under any number of threads.
+class NameMapper {
+ public:
+  static constexpr size_t kMaxNameBytes = 255;
+  // Returns the name to use inside `dir` for `name` (unchanged when short enough).
+  std::string map(const std::string& dir, const std::string& name);
+  // How many names were replaced so far.
+  uint64_t replaced() const;
+
+ private:
+  mutable std::mutex mutex_;
+  // dir -> (original -> generated) and the set of generated names in use per dir.
+  std::unordered_map<std::string, std::unordered_map<std::string, std::string>> by_dir_;
+  std::unordered_map<std::string, std::unordered_map<std::string, std::string>> taken_;
+  uint64_t replaced_ = 0;
+};
+
+}  // namespace opdump

@@ -1,0 +1,37 @@
+// numpy .npy files: version 1.0 headers (2.0 when the header exceeds 65535 bytes), little-endian,
+// C order. bfloat16 is stored as float32, as MindSpore does (numpy has no bfloat16).
+#pragma once
+#include <string>
+
+#include "opdump/tensor.h"
+
+namespace opdump {
+
+struct NpyHeader {
+  DType dtype = DType::Float32;
+  Shape shape;
+  size_t data_offset = 0;  // bytes before the data
+  int major_version = 1;
+};
+
+// The dtype a tensor of type t is stored as in npy (bfloat16 -> float32, others unchanged).
+DType npy_storage_dtype(DType t);
+
+// The complete header (magic .. '\n') for data of the given stored dtype and shape.
+std::string npy_header(DType stored, const Shape& shape);
+
+// Writes bytes of `view` as the payload of an npy file into `out`, converting bfloat16 to
+// float32. Returns the number of payload bytes written.
+size_t npy_payload_size(const TensorView& view);
+void npy_encode_payload(const TensorView& view, void* out);
+
+// Parses an npy header from the first `size` bytes of a file; `name` is used in errors.
+// Checks magic, version, dict syntax, dtype, shape and that the data fits in `size`.
+NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& name);
+
+// Writes a complete npy file (through a temporary name, renamed when complete).
+void write_npy(const std::string& path, const TensorView& view);
+// Reads an npy file (memory-mapped, zero copy). Throws FormatError on malformed files.
+Tensor read_npy(const std::string& path);
+
+}  // namespace opdump

@@ -1,0 +1,78 @@
+// Tensor statistics: every statistic_category of MindSpore's dump (seed 001) plus a fast hash.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opdump/tensor.h"
+
+namespace opdump {
+
+enum class StatCategory : uint8_t {
+  Max,
+  Min,
+  Avg,
+  Count,
+  NegativeZeroCount,  // seed 001: elements < 0
+  PositiveZeroCount,  // seed 001: elements > 0
+  NanCount,
+  NegativeInfCount,
+  PositiveInfCount,
+  ZeroCount,
+  L2Norm,
+  Md5,
+  XxHash,  // opdump extra: XXH3-64 of the raw bytes, ~50x faster than md5
+};
+
+// Config spelling ("max", "negative zero count", "xxhash"...) and statistic.csv column label.
+std::string_view stat_category_key(StatCategory c);
+std::string_view stat_category_label(StatCategory c);
+std::optional<StatCategory> stat_category_from_key(std::string_view key);
+const std::vector<StatCategory>& default_stat_categories();  // max, min, l2norm
+const std::vector<StatCategory>& all_stat_categories();
+
+// Results of one pass over a tensor. For complex tensors the ordered statistics (max, min,
+// avg, l2norm, <0, >0) use |z|; NaN/Inf counts look at either part. Bool counts as 0/1.
+struct TensorStats {
+  uint64_t count = 0;
+  uint64_t negative = 0;  // < 0
+  uint64_t positive = 0;  // > 0
+  uint64_t zero = 0;
+  uint64_t nan = 0;
+  uint64_t neg_inf = 0;
+  uint64_t pos_inf = 0;
+  uint64_t finite = 0;  // elements that are neither NaN nor Inf
+  double max = 0;       // over finite elements; meaningless when finite == 0
+  double min = 0;
+  double sum = 0;      // over finite elements
+  double sum_sq = 0;   // over finite elements
+  int64_t int_max = 0, int_min = 0;    // exact extremes of signed integer and bool tensors
+  uint64_t uint_max = 0, uint_min = 0; // exact extremes of unsigned integer tensors
+  std::string md5;     // hex, when asked for
+  std::string xxhash;  // hex, when asked for
+
+  bool has_finite() const { return finite > 0; }
+  double avg() const { return finite ? sum / static_cast<double>(finite) : 0.0; }
+  double l2norm() const;
+  // The statistic.csv cell for a category: numbers, or "null" when every element is NaN/Inf.
+  std::string cell(StatCategory c, DType dtype) const;
+};
+
+struct StatsOptions {
+  bool md5 = false;
+  bool xxhash = false;
+  // Threads for one large tensor (0 = hardware concurrency). Tensors below
+  // parallel_threshold_bytes are done on the calling thread.
+  unsigned threads = 0;
+  size_t parallel_threshold_bytes = size_t(8) << 20;
+};
+
+TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});
+
+// Hex digests of raw bytes.
+std::string md5_hex(const void* data, size_t size);
+std::string xxhash_hex(const void* data, size_t size);
+
+}  // namespace opdump

@@ -1,0 +1,87 @@
+// Non-owning and owning views of tensor bytes, independent of any framework.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "opdump/dtype.h"
+
+namespace opdump {
+
+using Shape = std::vector<int64_t>;
+
+// Elements in a shape; throws opdump::Error when the product overflows 64 bits or a dim is negative.
+uint64_t shape_numel(const Shape& shape);
+// "(1,2)" as statistic.csv writes it; "()" for a scalar.
+std::string shape_to_string(const Shape& shape);
+// "32x256x13x13" as converted file names write it; "1" for a scalar.
+std::string shape_to_dims(const Shape& shape);
+
+// Contiguous, row-major bytes of a tensor that someone else owns.
+struct TensorView {
+  const void* data = nullptr;
+  DType dtype = DType::Float32;
+  Shape shape;
+
+  uint64_t numel() const { return shape_numel(shape); }
+  uint64_t nbytes() const { return numel() * dtype_size(dtype); }
+};
+
+// Bytes that stay alive as long as someone holds the shared_ptr: a heap copy, an mmap of a
+// file, or (in the adapters) a framework tensor. wait_ready() blocks until the bytes are valid
+// (an asynchronous device-to-host copy has completed); host memory is always ready.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual const void* data() const = 0;
+  virtual size_t size() const = 0;
+  virtual void wait_ready() const {}
+};
+
+// A heap buffer.
+class HeapBuffer final : public Buffer {
+ public:
+  explicit HeapBuffer(size_t size) : bytes_(new uint8_t[size]), size_(size) {}
+  HeapBuffer(const void* src, size_t size);
+  const void* data() const override { return bytes_.get(); }
+  uint8_t* mutable_data() { return bytes_.get(); }
+  size_t size() const override { return size_; }
+
+ private:
+  std::unique_ptr<uint8_t[]> bytes_;
+  size_t size_;
+};
+
+// A read-only memory map of a whole file (empty files map to size 0).
+class MappedFile final : public Buffer {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile() override;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+  const std::string& path() const { return path_; }
+  // Hints the kernel that the range will be read soon (sequential compare, conversion).
+  void will_need(size_t offset, size_t length) const;
+
+ private:
+  std::string path_;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A tensor whose bytes live in a Buffer (e.g. a tensor read from an npy or bin file).
+struct Tensor {
+  DType dtype = DType::Float32;
+  Shape shape;
+  std::shared_ptr<const Buffer> buffer;  // keeps the bytes alive
+  const void* data = nullptr;            // points inside buffer
+
+  TensorView view() const { return TensorView{data, dtype, shape}; }
+  uint64_t numel() const { return shape_numel(shape); }
+  uint64_t nbytes() const { return numel() * dtype_size(dtype); }
+};
+
+}  // namespace opdump

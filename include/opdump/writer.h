@@ -1,0 +1,105 @@
+// The asynchronous writer: callers hand over work (a file to write, statistics to compute)
+// and go on; worker threads do it. Memory in flight is capped: at the cap the caller waits.
+// Files are written under a temporary name and renamed when complete. After a write error
+// (disk full...) tensor writing stops, every later tensor is counted as lost, and the report
+// says so; small records (statistic.csv rows, mapping.csv) keep going while they fit.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "opdump/tensor.h"
+
+namespace opdump {
+
+struct WriterOptions {
+  unsigned threads = 2;
+  uint64_t max_inflight_bytes = uint64_t(512) << 20;
+};
+
+struct WriterReport {
+  uint64_t files_written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t files_lost = 0;
+  uint64_t bytes_lost = 0;
+  uint64_t tasks_failed = 0;
+  std::string first_error;  // empty when nothing went wrong
+  bool ok() const { return files_lost == 0 && tasks_failed == 0 && first_error.empty(); }
+};
+
+// Writes `header` then `payload` to `path` through a temporary file in the same folder
+// (O_EXCL, mode 0640), then renames it. Throws IoError; leaves no temporary behind.
+void write_file_atomic(const std::string& path, const void* header, size_t header_size,
+                       const void* payload, size_t payload_size);
+
+// A file written in pieces that appears under its final name only when commit() succeeds;
+// destroying it without commit removes the temporary file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);  // throws IoError
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(const void* data, size_t size);  // buffered; throws IoError
+  void write(const std::string& text) { write(text.data(), text.size()); }
+  void commit();                              // flushes and renames; throws IoError
+
+ private:
+  void flush();
+  std::string path_, temp_;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+class AsyncWriter {
+ public:
+  explicit AsyncWriter(WriterOptions options = {});
+  ~AsyncWriter();  // drains
+  AsyncWriter(const AsyncWriter&) = delete;
+  AsyncWriter& operator=(const AsyncWriter&) = delete;
+
+  // Queues a file: `header` bytes then the bytes of `payload` (kept alive until written).
+  void write_file(std::string path, std::string header, std::shared_ptr<const Buffer> payload);
+  // Queues arbitrary work accounting for `bytes` of memory in flight. Exceptions thrown by the
+  // task are counted and logged.
+  void run(uint64_t bytes, std::function<void()> task);
+
+  // Marks tensor writing as failed (used by tasks that write their own files).
+  void record_lost(uint64_t files, uint64_t bytes, const std::string& error);
+  void record_written(uint64_t files, uint64_t bytes);
+  bool tensor_writes_stopped() const { return stopped_.load(std::memory_order_relaxed); }
+
+  void drain();  // waits until everything queued so far is done
+  WriterReport report() const;
+  uint64_t inflight_bytes() const;
+
+ private:
+  struct Job {
+    uint64_t bytes;
+    std::function<void()> work;
+  };
+  void worker_loop();
+  void finish_job(uint64_t bytes);
+
+  WriterOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable has_work_;
+  std::condition_variable has_room_;
+  std::condition_variable idle_;
+  std::deque<Job> queue_;
+  uint64_t inflight_ = 0;
+  uint64_t active_ = 0;
+  bool shutdown_ = false;
+  std::atomic<bool> stopped_{false};
+  WriterReport report_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace opdump

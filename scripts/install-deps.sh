@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs opdump's build and test dependencies from Debian's archive (idempotent).
+# Safe to run repeatedly: packages already present are skipped by apt.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev        # config parsing (JSON with line/column errors)
+  libre2-dev                # kernels name-regex(...) matching in linear time
+  libprotobuf-dev protobuf-compiler  # Ascend bin dump header (DumpData message)
+  libcli11-dev              # CLI argument parsing
+  libfmt-dev                # formatting of messages and CSV numbers
+  libssl-dev                # MD5 statistic category (OpenSSL EVP)
+  libxxhash-dev             # fast hash statistic category
+  libgtest-dev libgmock-dev # C++ unit tests
+  libbenchmark-dev          # micro-benchmarks in bench/
+  libxlsxwriter-dev         # xlsx compare reports
+  pybind11-dev              # Python module
+  libtorch-dev              # PyTorch C++ adapter
+  python3-torch python3-torchvision python3-numpy python3-pytest
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,146 @@
+// opdump convert SRC -o OUT [--to npy|txt]
+//   bin  -> one npy per input/output: {bin name}.{input|output}.{i}.{dims}.npy (seed 001)
+//   npy  -> txt: the flattened values, one per line, as numpy.savetxt writes them (seed 003)
+#include <fmt/format.h>
+
+#include <complex>
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "dump_scan.h"
+#include "opdump/ascend_bin.h"
+#include "opdump/error.h"
+#include "opdump/layout.h"
+#include "opdump/npy.h"
+#include "opdump/writer.h"
+
+namespace opdump::cli {
+namespace {
+
+template <typename T>
+double as_double(const void* p, uint64_t i) {
+  return static_cast<double>(static_cast<const T*>(p)[i]);
+}
+
+// One value per line with numpy.savetxt's default "%.18e".
+void write_txt(const Tensor& t, const std::string& path) {
+  AtomicFileWriter out(path);
+  fmt::memory_buffer buf;
+  const uint64_t n = t.numel();
+  const void* p = t.data;
+  auto flush_if_big = [&] {
+    if (buf.size() > (1u << 20)) {
+      out.write(buf.data(), buf.size());
+      buf.clear();
+    }
+  };
+  for (uint64_t i = 0; i < n; ++i) {
+    double v = 0;
+    switch (t.dtype) {
+      case DType::Bool: v = static_cast<const uint8_t*>(p)[i] ? 1 : 0; break;
+      case DType::Int8: v = as_double<int8_t>(p, i); break;
+      case DType::Int16: v = as_double<int16_t>(p, i); break;
+      case DType::Int32: v = as_double<int32_t>(p, i); break;
+      case DType::Int64: v = as_double<int64_t>(p, i); break;
+      case DType::UInt8: v = as_double<uint8_t>(p, i); break;
+      case DType::UInt16: v = as_double<uint16_t>(p, i); break;
+      case DType::UInt32: v = as_double<uint32_t>(p, i); break;
+      case DType::UInt64: v = as_double<uint64_t>(p, i); break;
+      case DType::Float16: v = half_to_float(static_cast<const uint16_t*>(p)[i]); break;
+      case DType::BFloat16: v = bf16_to_float(static_cast<const uint16_t*>(p)[i]); break;
+      case DType::Float32: v = as_double<float>(p, i); break;
+      case DType::Float64: v = as_double<double>(p, i); break;
+      case DType::Complex64: {
+        auto z = static_cast<const std::complex<float>*>(p)[i];
+        fmt::format_to(std::back_inserter(buf), "({:.18e}{:+.18e}j)\n", z.real(), z.imag());
+        flush_if_big();
+        continue;
+      }
+      case DType::Complex128: {
+        auto z = static_cast<const std::complex<double>*>(p)[i];
+        fmt::format_to(std::back_inserter(buf), "({:.18e}{:+.18e}j)\n", z.real(), z.imag());
+        flush_if_big();
+        continue;
+      }
+    }
+    fmt::format_to(std::back_inserter(buf), "{:.18e}\n", v);
+    flush_if_big();
+  }
+  out.write(buf.data(), buf.size());
+  out.commit();
+}
+
+std::string out_folder_for(const std::string& out_root, const DumpFile& f) {
+  const size_t slash = f.relative.find_last_of('/');
+  const std::string sub = slash == std::string::npos ? "" : f.relative.substr(0, slash);
+  std::string dir = sub.empty() ? out_root : out_root + "/" + sub;
+  make_dirs(dir);
+  return dir;
+}
+
+struct Counts {
+  int converted = 0, failed = 0;
+};
+
+void convert_bin(const DumpFile& f, const std::string& out_root, const std::string& to, Counts& counts) {
+  BinDump dump = read_ascend_bin(f.path);
+  const std::string dir = out_folder_for(out_root, f);
+  const std::string base = base_name(f.path);
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto& list = pass == 0 ? dump.inputs : dump.outputs;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string what = std::string(pass == 0 ? "input" : "output") + "." + std::to_string(i);
+      try {
+        Tensor t = dump.tensor(list[i]);
+        const std::string stem = dir + "/" + base + "." + what + "." + shape_to_dims(t.shape);
+        if (to == "txt") write_txt(t, stem + ".txt");
+        else write_npy(stem + ".npy", t.view());
+        ++counts.converted;
+      } catch (const Error& e) {
+        std::fprintf(stderr, "opdump: %s %s: %s\n", f.path.c_str(), what.c_str(), e.what());
+        ++counts.failed;
+      }
+    }
+  }
+}
+
+void convert_npy(const DumpFile& f, const std::string& out_root, Counts& counts) {
+  Tensor t = read_npy(f.path);
+  std::string name = base_name(f.path);
+  name = name.substr(0, name.size() - 4) + ".txt";
+  write_txt(t, out_folder_for(out_root, f) + "/" + name);
+  ++counts.converted;
+}
+
+}  // namespace
+
+void add_convert_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "convert", "Convert dump files: Ascend bin -> one npy per input/output; npy -> txt (one value per line)");
+  static std::string src, out, to;
+  cmd->add_option("SRC", src, "A dump file or a folder of them")->required();
+  cmd->add_option("-o,--output", out, "Folder for the converted files (created)")->required();
+  cmd->add_option("--to", to, "Target format: npy (default for bin files) or txt (default for npy files)")
+      ->check(CLI::IsMember({"npy", "txt"}));
+  cmd->callback([exit_code] {
+    std::vector<DumpFile> files = scan_dump(src);
+    make_dirs(out);
+    Counts counts;
+    for (const auto& f : files) {
+      try {
+        if (f.kind == DumpFileKind::Bin) convert_bin(f, out, to.empty() ? "npy" : to, counts);
+        else if (f.kind == DumpFileKind::Npy && to != "npy") convert_npy(f, out, counts);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "opdump: %s\n", e.what());
+        ++counts.failed;
+      }
+    }
+    std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, out.c_str(), counts.failed);
+    if (counts.converted == 0 && counts.failed == 0)
+      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin or npy files)\n", src.c_str());
+    *exit_code = counts.failed || counts.converted == 0 ? kExitFailure : kExitOk;
+  });
+}
+
+}  // namespace opdump::cli

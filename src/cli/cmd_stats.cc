@@ -1,0 +1,135 @@
+// opdump stats PATH [--csv OUT] [--categories LIST]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "commands.h"
+#include "dump_scan.h"
+#include "opdump/ascend_bin.h"
+#include "opdump/error.h"
+#include "opdump/npy.h"
+#include "opdump/statistic_csv.h"
+#include "opdump/writer.h"
+
+namespace opdump::cli {
+namespace {
+
+std::vector<StatCategory> parse_categories(const std::string& list) {
+  if (list.empty())
+    return {StatCategory::Count, StatCategory::Max, StatCategory::Min, StatCategory::Avg, StatCategory::L2Norm,
+            StatCategory::NanCount, StatCategory::NegativeInfCount, StatCategory::PositiveInfCount};
+  if (list == "all") return all_stat_categories();
+  std::vector<StatCategory> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string key = list.substr(start, comma - start);
+    std::replace(key.begin(), key.end(), '_', ' ');
+    auto c = stat_category_from_key(key);
+    if (!c) throw Error("--categories: \"" + key + "\" is not a statistic; allowed: max, min, avg, count, "
+                        "negative zero count, positive zero count, nan count, negative inf count, "
+                        "positive inf count, zero count, l2norm, md5, xxhash (or all)");
+    out.push_back(*c);
+    start = comma + 1;
+  }
+  return out;
+}
+
+struct Row {
+  StatisticRow row;
+  std::string label;  // file (and tensor) shown in the table
+};
+
+void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows) {
+  StatsOptions so;
+  so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
+  so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+  const std::string name = base_name(f.path);
+  const std::string label = f.relative.empty() ? name : f.relative;
+  ParsedDumpName parsed;
+  const bool named = parse_dump_file_name(name, &parsed);
+  auto make = [&](const Tensor& t, IoKind io, uint32_t slot, const std::string& shown) {
+    Row r;
+    r.label = shown;
+    r.row.op = named ? parsed.op : OpIdentity{"", label, 0, 0, 0};
+    r.row.io = io;
+    r.row.slot = slot;
+    r.row.data_size = t.nbytes();
+    r.row.dtype = t.dtype;
+    r.row.shape = t.shape;
+    r.row.stats = compute_stats(t.view(), so);
+    rows.push_back(std::move(r));
+  };
+  if (f.kind == DumpFileKind::Npy) {
+    make(read_npy(f.path), named && parsed.has_io ? parsed.io : IoKind::Output, named ? parsed.slot : 0, label);
+  } else if (f.kind == DumpFileKind::Bin) {
+    BinDump d = read_ascend_bin(f.path);
+    for (size_t i = 0; i < d.inputs.size(); ++i)
+      make(d.tensor(d.inputs[i]), IoKind::Input, static_cast<uint32_t>(i), label + " input." + std::to_string(i));
+    for (size_t i = 0; i < d.outputs.size(); ++i)
+      make(d.tensor(d.outputs[i]), IoKind::Output, static_cast<uint32_t>(i), label + " output." + std::to_string(i));
+  }
+}
+
+void print_table(const std::vector<Row>& rows, const std::vector<StatCategory>& cats) {
+  std::vector<std::string> head = {"Tensor", "Data Type", "Shape"};
+  for (auto c : cats) head.emplace_back(stat_category_label(c));
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    std::vector<std::string> line = {r.label, std::string(dtype_name(r.row.dtype)), shape_to_string(r.row.shape)};
+    for (auto c : cats) line.push_back(r.row.stats.cell(c, r.row.dtype));
+    cells.push_back(std::move(line));
+  }
+  std::vector<size_t> width(head.size());
+  for (size_t i = 0; i < head.size(); ++i) width[i] = head[i].size();
+  for (const auto& line : cells)
+    for (size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  auto print_line = [&](const std::vector<std::string>& line) {
+    std::string s;
+    for (size_t i = 0; i < line.size(); ++i) s += fmt::format("{:<{}}  ", line[i], width[i]);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    std::puts(s.c_str());
+  };
+  print_line(head);
+  for (const auto& line : cells) print_line(line);
+}
+
+}  // namespace
+
+void add_stats_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("stats", "Statistics of npy/bin dump files or folders, as a table or a statistic.csv");
+  static std::string path, csv, categories;
+  cmd->add_option("PATH", path, "A dump file or a folder of them")->required();
+  cmd->add_option("--csv", csv, "Write a statistic.csv (MindSpore's columns) to this file instead of a table");
+  cmd->add_option("--categories", categories,
+                  "Comma-separated statistics (max,min,avg,count,nan_count,l2norm,md5,xxhash,...; or all)");
+  cmd->callback([exit_code] {
+    const auto cats = parse_categories(categories);
+    std::vector<Row> rows;
+    int failed = 0;
+    for (const auto& f : scan_dump(path)) {
+      if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin) continue;
+      try {
+        add_rows(f, cats, rows);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "opdump: %s\n", e.what());
+        ++failed;
+      }
+    }
+    if (!csv.empty()) {
+      AtomicFileWriter out(csv);
+      out.write(statistic_csv_header(cats));
+      for (const auto& r : rows) out.write(statistic_csv_row(r.row, cats));
+      out.commit();
+      std::printf("wrote %zu row(s) to %s\n", rows.size(), csv.c_str());
+    } else {
+      print_table(rows, cats);
+    }
+    if (rows.empty() && failed == 0) std::fprintf(stderr, "opdump: no npy or bin files in %s\n", path.c_str());
+    *exit_code = failed || rows.empty() ? kExitFailure : kExitOk;
+  });
+}
+
+}  // namespace opdump::cli

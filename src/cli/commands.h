@@ -1,0 +1,18 @@
+// The subcommands of the opdump CLI. Each adds itself to the app; its callback stores the
+// process exit code in *exit_code. Errors are thrown as opdump::Error and reported by main.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace opdump::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // bad input file/config, a failed check, lost data
+inline constexpr int kExitUsage = 2;    // bad command line
+
+void add_config_command(CLI::App& app, int* exit_code);
+void add_convert_command(CLI::App& app, int* exit_code);
+void add_stats_command(CLI::App& app, int* exit_code);
+void add_demo_command(CLI::App& app, int* exit_code);
+
+}  // namespace opdump::cli

@@ -1,0 +1,53 @@
+#include "dump_scan.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "opdump/ascend_bin.h"
+#include "opdump/error.h"
+
+namespace fs = std::filesystem;
+
+namespace opdump::cli {
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+DumpFileKind classify(const std::string& path) {
+  const std::string name = base_name(path);
+  auto ends_with = [&](const char* s) {
+    const size_t n = std::char_traits<char>::length(s);
+    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+  };
+  if (ends_with(".npy")) return DumpFileKind::Npy;
+  if (name == "statistic.csv") return DumpFileKind::StatisticCsv;
+  if (ends_with(".csv") || ends_with(".json") || ends_with(".txt") || ends_with(".ir") || ends_with(".pb"))
+    return DumpFileKind::Other;
+  return looks_like_ascend_bin(path) ? DumpFileKind::Bin : DumpFileKind::Other;
+}
+
+std::vector<DumpFile> scan_dump(const std::string& path) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw Error(path + ": no such file or folder");
+  std::vector<DumpFile> out;
+  if (!fs::is_directory(status)) {
+    out.push_back({path, "", classify(path)});
+    return out;
+  }
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) throw Error(path + ": cannot list: " + ec.message());
+    if (!it->is_regular_file(ec)) continue;
+    const std::string p = it->path().string();
+    if (base_name(p).rfind(".opdump-tmp.", 0) == 0) continue;
+    out.push_back({p, fs::relative(it->path(), path, ec).string(), classify(p)});
+  }
+  std::sort(out.begin(), out.end(), [](const DumpFile& a, const DumpFile& b) { return a.path < b.path; });
+  return out;
+}
+
+}  // namespace opdump::cli

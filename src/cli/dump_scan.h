@@ -1,0 +1,22 @@
+// Finds the dump files below a path and tells their kind.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace opdump::cli {
+
+enum class DumpFileKind { Npy, Bin, StatisticCsv, Other };
+
+struct DumpFile {
+  std::string path;      // full path
+  std::string relative;  // below the scanned root ("" for a single file)
+  DumpFileKind kind;
+};
+
+// A file, or every file below a folder (sorted, skipping opdump's temporary files).
+// Throws opdump::Error when the path does not exist.
+std::vector<DumpFile> scan_dump(const std::string& path);
+DumpFileKind classify(const std::string& path);
+std::string base_name(const std::string& path);
+
+}  // namespace opdump::cli

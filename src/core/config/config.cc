@@ -1,0 +1,236 @@
+// Reads a config file, detects its dialect by shape, and hands it to the dialect parser.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "config_internal.h"
+#include "opdump/error.h"
+
+namespace opdump {
+
+using config_detail::json;
+
+std::string_view to_string(Dialect d) {
+  switch (d) {
+    case Dialect::Acl: return "acl.json";
+    case Dialect::MindSpore: return "mindspore";
+    case Dialect::Session: return "session options";
+  }
+  return "?";
+}
+std::string_view to_string(IoSelect s) {
+  return s == IoSelect::Input ? "input" : s == IoSelect::Output ? "output" : "all";
+}
+std::string_view to_string(SavedData s) {
+  return s == SavedData::Tensor ? "tensor" : s == SavedData::Statistic ? "statistic" : "full";
+}
+std::string_view to_string(FileFormat f) { return f == FileFormat::Npy ? "npy" : "bin"; }
+std::string_view to_string(Layout l) { return l == Layout::Ascend ? "ascend" : "mindspore-sync"; }
+std::string_view to_string(Scene s) {
+  switch (s) {
+    case Scene::Normal: return "normal";
+    case Scene::Overflow: return "overflow";
+    case Scene::ExceptionBrief: return "aic_err_brief_dump";
+    case Scene::ExceptionNorm: return "aic_err_norm_dump";
+    case Scene::ExceptionDetail: return "aic_err_detail_dump";
+    case Scene::Watcher: return "watcher";
+  }
+  return "?";
+}
+std::string_view to_string(ObserveLevel l) {
+  return l == ObserveLevel::Api ? "api" : l == ObserveLevel::Kernel ? "kernel" : "all";
+}
+
+bool DumpConfig::device_selected(uint32_t device) const {
+  if (support_device.empty()) return true;
+  for (uint32_t d : support_device)
+    if (d == device) return true;
+  return false;
+}
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+namespace config_detail {
+
+std::string resolve_path(const std::string& raw, const std::string& field, const ParseOptions& options) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != '$') {
+      out += raw[i];
+      continue;
+    }
+    size_t start = i + 1, end;
+    std::string name;
+    if (start < raw.size() && raw[start] == '{') {
+      end = raw.find('}', start);
+      if (end == std::string::npos) throw ConfigError(field, "\"" + raw + "\" has an unterminated ${...}");
+      name = raw.substr(start + 1, end - start - 1);
+      i = end;
+    } else {
+      end = start;
+      while (end < raw.size() && (std::isalnum(static_cast<unsigned char>(raw[end])) || raw[end] == '_')) ++end;
+      name = raw.substr(start, end - start);
+      i = end - 1;
+    }
+    if (name.empty()) throw ConfigError(field, "\"" + raw + "\" has a '$' without a variable name");
+    auto value = options.env(name);
+    if (!value) throw ConfigError(field, "\"" + raw + "\" uses $" + name + ", which is not set");
+    out += *value;
+  }
+  if (out.find('\0') != std::string::npos) throw ConfigError(field, "contains a NUL character");
+  if (out.empty()) throw ConfigError(field, "is empty");
+  if (out.front() != '/') {
+    std::string cwd = options.cwd;
+    if (cwd.empty()) {
+      char buf[4096];
+      if (!::getcwd(buf, sizeof buf)) throw ConfigError(field, "cannot determine the current directory");
+      cwd = buf;
+    }
+    out = cwd + "/" + out;
+  }
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+void parse_opdump_options(const json& doc, DumpConfig& c) {
+  auto it = doc.find("opdump");
+  if (it == doc.end()) return;
+  Fields f(*it, "opdump",
+           {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "net_name"});
+  if (auto v = f.choice("level", {"api", "kernel", "all"}))
+    c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
+  if (auto v = f.boolean("skip_no_compute_ops")) c.skip_no_compute_ops = *v;
+  if (auto v = f.boolean("check_fp16_range")) c.check_fp16_range = *v;
+  if (auto v = f.integer("max_inflight_mb", 1, 1 << 20)) c.max_inflight_bytes = static_cast<uint64_t>(*v) << 20;
+  if (auto v = f.integer("writer_threads", 1, 64)) c.writer_threads = static_cast<unsigned>(*v);
+  if (auto v = f.string("net_name")) c.net_name = *v;
+  f.warn_unknown(&c.warnings);
+}
+
+}  // namespace config_detail
+
+namespace {
+
+constexpr size_t kMaxConfigBytes = size_t(64) << 20;
+constexpr int kMaxDepth = 64;
+
+// Rejects nesting deeper than kMaxDepth before the JSON parser sees the text.
+void check_depth(const std::string& text, const std::string& source) {
+  int depth = 0;
+  bool in_string = false;
+  size_t line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth)
+        throw ConfigError("", "line " + std::to_string(line) + ": JSON nested deeper than " +
+                                  std::to_string(kMaxDepth) + " levels", source);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+}
+
+json parse_json(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError("", "config is " + std::to_string(text.size()) + " bytes; at most " +
+                              std::to_string(kMaxConfigBytes) + " are accepted", source);
+  check_depth(text, source);
+  // Duplicate keys are ambiguous: track the keys of each open object.
+  std::vector<std::set<std::string>> open;
+  std::string duplicate;
+  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open.emplace_back();
+    else if (event == json::parse_event_t::object_end && !open.empty()) open.pop_back();
+    else if (event == json::parse_event_t::key && !open.empty() && duplicate.empty()) {
+      const std::string key = parsed.get<std::string>();
+      if (!open.back().insert(key).second) duplicate = key;
+    }
+    return true;
+  };
+  json doc;
+  try {
+    doc = json::parse(text, callback);
+  } catch (const json::parse_error& e) {
+    std::string msg = e.what();
+    const std::string tag = "parse error ";
+    if (auto p = msg.find(tag); p != std::string::npos) msg = msg.substr(p + tag.size());
+    throw ConfigError("", "invalid JSON: " + msg, source);
+  }
+  if (!duplicate.empty()) throw ConfigError("", "key \"" + duplicate + "\" appears twice in one object", source);
+  if (!doc.is_object()) throw ConfigError("", "the config must be a JSON object", source);
+  return doc;
+}
+
+}  // namespace
+
+DumpConfig parse_config(const std::string& text, const std::string& source, const ParseOptions& options) {
+  json doc = parse_json(text, source);
+  DumpConfig c;
+  c.source = source;
+  c.original_text = text;
+  const bool acl = doc.contains("dump");
+  const bool ms = doc.contains("common_dump_settings") || doc.contains("e2e_dump_settings");
+  const bool session = doc.contains("enable_dump") || doc.contains("dump_path") || doc.contains("dump_step") ||
+                       doc.contains("dump_mode");
+  if (int(acl) + int(ms) + int(session) > 1)
+    throw ConfigError("", "mixes dialects (" + std::string(acl ? "\"dump\" " : "") +
+                              (ms ? "\"common_dump_settings\" " : "") + (session ? "top-level dump_* keys" : "") +
+                              "); use one of acl.json, MindSpore or session options", source);
+  try {
+    if (acl) {
+      c.dialect = Dialect::Acl;
+      config_detail::parse_acl(doc, c, options);
+    } else if (ms) {
+      c.dialect = Dialect::MindSpore;
+      config_detail::parse_mindspore(doc, c, options);
+    } else if (session) {
+      c.dialect = Dialect::Session;
+      config_detail::parse_session(doc, c, options);
+    } else {
+      throw ConfigError("", "cannot tell the dialect: expected a \"dump\" object (acl.json), "
+                            "\"common_dump_settings\" (MindSpore) or \"enable_dump\"/\"dump_path\" (session options)");
+    }
+    config_detail::parse_opdump_options(doc, c);
+  } catch (const ConfigError& e) {
+    // Attribute the error to the file so that every message says where the problem is.
+    if (!e.source().empty()) throw;
+    throw e.in_source(source);
+  }
+  return c;
+}
+
+DumpConfig load_config(const std::string& path, const ParseOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("", std::string("cannot read the config file: ") + std::strerror(errno), path);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(in.tellg());
+  if (size > kMaxConfigBytes)
+    throw ConfigError("", "config is " + std::to_string(size) + " bytes; at most " +
+                              std::to_string(kMaxConfigBytes) + " are accepted", path);
+  in.seekg(0);
+  std::string text(size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  return parse_config(text, path, options);
+}
+
+}  // namespace opdump

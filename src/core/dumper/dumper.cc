@@ -1,0 +1,251 @@
+// The dump engine: selection, layout, and hand-off to the writer.
+#include "opdump/dumper.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "opdump/error.h"
+#include "opdump/log.h"
+#include "opdump/npy.h"
+#include "opdump/ascend_bin.h"
+
+namespace opdump {
+namespace {
+
+// A window into bytes someone else keeps alive.
+class ViewBuffer final : public Buffer {
+ public:
+  ViewBuffer(std::shared_ptr<const Buffer> owner, const void* data, size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+  const void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+  void wait_ready() const override {
+    if (owner_) owner_->wait_ready();
+  }
+
+ private:
+  std::shared_ptr<const Buffer> owner_;
+  const void* data_;
+  size_t size_;
+};
+
+void check_writable(const std::string& path) {
+  make_dirs(path);
+  if (::access(path.c_str(), W_OK | X_OK) != 0) throw IoError(path, "dump path is not writable", errno);
+}
+
+}  // namespace
+
+Dumper::Dumper(DumpConfig config, DumperOptions options) : config_(std::move(config)), options_(options) {
+  kernels_ = KernelFilter(config_.kernels, "common_dump_settings.kernels");
+  for (size_t i = 0; i < config_.dump_list.size(); ++i) {
+    const auto& m = config_.dump_list[i];
+    if (!m.model_name.empty())
+      model_layers_.emplace_back(m.model_name, KernelFilter(m.layers, "dump.dump_list[" + std::to_string(i) + "].layer"));
+  }
+  device_selected_ = config_.device_selected(options_.device_id);
+  if (config_.dump_path.empty()) throw Error("dump path is empty (the config does not enable dumping)");
+  check_writable(config_.dump_path);
+  const int64_t start = options_.start_time ? options_.start_time : static_cast<int64_t>(std::time(nullptr));
+  if (config_.layout == Layout::Ascend)
+    run_root_ = join_path(config_.dump_path, dump_time_string(start) + "/" + std::to_string(options_.device_id));
+  else
+    run_root_ = join_path(config_.dump_path, "rank_" + std::to_string(options_.rank));
+  make_dirs(run_root_);
+  if (config_.layout == Layout::MindSporeSync) write_text(".dump_metadata/data_dump.json", config_.original_text);
+  writer_ = std::make_unique<AsyncWriter>(WriterOptions{config_.writer_threads, config_.max_inflight_bytes});
+  statistics_ = std::make_unique<StatisticCsvWriter>(config_.stat_categories);
+}
+
+Dumper::~Dumper() {
+  try {
+    finalize();
+  } catch (const std::exception& e) {
+    log_error(std::string("finalizing the dump failed: ") + e.what());
+  }
+}
+
+bool Dumper::iteration_selected(uint64_t iteration) const {
+  return config_.enabled && device_selected_ && config_.iterations.contains(iteration);
+}
+
+bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, std::string_view op_type,
+                         bool marked) const {
+  switch (config_.dialect) {
+    case Dialect::Acl: {
+      if (model_layers_.empty()) return !model_name.empty() || config_.op_switch;
+      if (model_name.empty()) return config_.op_switch;
+      for (const auto& [name, layers] : model_layers_)
+        if (name == model_name) return layers.empty() || layers.matches(op_name, op_type);
+      return false;
+    }
+    case Dialect::MindSpore:
+      if (config_.dump_marked_only) return marked;
+      return config_.dump_all_ops || kernels_.matches(op_name, op_type);
+    case Dialect::Session:
+      return true;
+  }
+  return true;
+}
+
+std::string Dumper::op_folder(const OpRecord& op) {
+  std::string folder;
+  if (config_.layout == Layout::Ascend) {
+    folder = op.model_name.empty() ? run_root_
+                                   : join_path(run_root_, sanitize_name(op.model_name) + "/" + std::to_string(op.model_id) +
+                                                              "/" + std::to_string(op.iteration));
+  } else {
+    folder = join_path(run_root_, sanitize_name(config_.net_name) + "/" + std::to_string(op.model_id) + "/" +
+                                      std::to_string(op.iteration));
+  }
+  std::lock_guard<std::mutex> lock(folders_mutex_);
+  if (std::find(folders_made_.begin(), folders_made_.end(), folder) == folders_made_.end()) {
+    make_dirs(folder);
+    folders_made_.push_back(folder);
+  }
+  return folder;
+}
+
+void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
+  ops_.fetch_add(1, std::memory_order_relaxed);
+  const std::string folder = op_folder(op);
+  const std::vector<DumpTensor> none;
+  const auto& ins = config_.dumps_inputs() ? inputs : none;
+  const auto& outs = config_.dumps_outputs() ? outputs : none;
+  if (config_.file_format == FileFormat::Bin) {
+    dump_bin(op, folder, ins, outs);
+    return;
+  }
+  if (config_.dumps_tensors()) {
+    dump_tensor_files(op, folder, IoKind::Input, ins);
+    dump_tensor_files(op, folder, IoKind::Output, outs);
+  }
+  if (config_.dumps_statistics()) {
+    dump_statistics(op, folder, IoKind::Input, ins);
+    dump_statistics(op, folder, IoKind::Output, outs);
+  }
+}
+
+void Dumper::dump_tensor_files(const OpRecord& op, const std::string& folder, IoKind io,
+                               const std::vector<DumpTensor>& tensors) {
+  for (size_t slot = 0; slot < tensors.size(); ++slot) {
+    const DumpTensor& t = tensors[slot];
+    const std::string path = folder + "/" + names_.map(folder, mindspore_file_name(op.id, io, static_cast<uint32_t>(slot)));
+    std::string header = npy_header(npy_storage_dtype(t.view.dtype), t.view.shape);
+    const uint64_t bytes = t.view.nbytes();
+    tensors_.fetch_add(1, std::memory_order_relaxed);
+    tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    if (t.view.dtype == DType::BFloat16) {
+      // Widen to float32 on a writer thread, not on the caller's.
+      writer_->run(bytes, [this, path, header = std::move(header), t] {
+        t.owner->wait_ready();
+        auto wide = std::make_shared<HeapBuffer>(npy_payload_size(t.view));
+        npy_encode_payload(t.view, wide->mutable_data());
+        if (writer_->tensor_writes_stopped()) {
+          writer_->record_lost(1, wide->size(), "");
+          return;
+        }
+        try {
+          write_file_atomic(path, header.data(), header.size(), wide->data(), wide->size());
+          writer_->record_written(1, header.size() + wide->size());
+        } catch (const Error& e) {
+          writer_->record_lost(1, header.size() + wide->size(), e.what());
+        }
+      });
+    } else {
+      writer_->write_file(path, std::move(header), std::make_shared<ViewBuffer>(t.owner, t.view.data, bytes));
+    }
+  }
+}
+
+void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
+                      const std::vector<DumpTensor>& outputs) {
+  uint64_t bytes = 0;
+  for (const auto* list : {&inputs, &outputs})
+    for (const auto& t : *list) bytes += t.view.nbytes();
+  tensors_.fetch_add(inputs.size() + outputs.size(), std::memory_order_relaxed);
+  tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  const std::string path = folder + "/" + names_.map(folder, ascend_file_name(op.id));
+  writer_->run(bytes, [this, path, op, inputs, outputs, bytes] {
+    std::vector<BinWriteTensor> in, out;
+    for (const auto& t : inputs) {
+      t.owner->wait_ready();
+      in.push_back({t.view, 2, {}});
+    }
+    for (const auto& t : outputs) {
+      t.owner->wait_ready();
+      out.push_back({t.view, 2, {}});
+    }
+    if (writer_->tensor_writes_stopped()) {
+      writer_->record_lost(1, bytes, "");
+      return;
+    }
+    try {
+      write_ascend_bin(path, op.id.op_name, op.id.timestamp, in, out);
+      writer_->record_written(1, bytes);
+    } catch (const Error& e) {
+      writer_->record_lost(1, bytes, e.what());
+    }
+  });
+}
+
+void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
+                             const std::vector<DumpTensor>& tensors) {
+  const bool md5 = std::find(config_.stat_categories.begin(), config_.stat_categories.end(), StatCategory::Md5) !=
+                   config_.stat_categories.end();
+  const bool xxh = std::find(config_.stat_categories.begin(), config_.stat_categories.end(), StatCategory::XxHash) !=
+                   config_.stat_categories.end();
+  for (size_t slot = 0; slot < tensors.size(); ++slot) {
+    const DumpTensor& t = tensors[slot];
+    const uint64_t bytes = t.view.nbytes();
+    writer_->run(bytes, [this, folder, op, io, slot, t, md5, xxh, bytes] {
+      t.owner->wait_ready();
+      StatisticRow row;
+      row.op = op.id;
+      row.io = io;
+      row.slot = static_cast<uint32_t>(slot);
+      row.data_size = bytes;
+      row.dtype = t.view.dtype;
+      row.shape = t.view.shape;
+      StatsOptions so;
+      so.md5 = md5;
+      so.xxhash = xxh;
+      so.threads = 1;  // writer threads already run in parallel
+      row.stats = compute_stats(t.view, so);
+      statistics_->append(folder, row);
+      stat_rows_.fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+}
+
+void Dumper::write_text(const std::string& relative_path, const std::string& text) {
+  const std::string path = join_path(run_root_, relative_path);
+  make_dirs(path.substr(0, path.find_last_of('/')));
+  write_file_atomic(path, text.data(), text.size(), nullptr, 0);
+}
+
+DumpCounters Dumper::counters() const {
+  return DumpCounters{ops_.load(), tensors_.load(), tensor_bytes_.load(), stat_rows_.load()};
+}
+
+WriterReport Dumper::finalize() {
+  if (finalized_) return final_report_;
+  writer_->drain();
+  statistics_->close_all();
+  finalized_ = true;
+  final_report_ = writer_->report();
+  for (const auto& e : kernels_.unmatched_entries())
+    log_warning("common_dump_settings.kernels entry \"" + e + "\" matched no operator");
+  for (const auto& [model, layers] : model_layers_)
+    for (const auto& e : layers.unmatched_entries())
+      log_warning("dump_list layer \"" + e + "\" of model \"" + model + "\" matched no operator");
+  if (!final_report_.ok())
+    log_error("dump incomplete: " + std::to_string(final_report_.files_lost) + " files (" +
+              std::to_string(final_report_.bytes_lost) + " bytes) lost, " + std::to_string(final_report_.tasks_failed) +
+              " tasks failed; first error: " + final_report_.first_error);
+  return final_report_;
+}
+
+}  // namespace opdump

@@ -1,0 +1,257 @@
+// Ascend "bin" dump files: reader and writer.
+#include "opdump/ascend_bin.h"
+
+#include <cstring>
+
+#include "dump_data.pb.h"
+#include "opdump/error.h"
+#include "opdump/writer.h"
+
+namespace opdump {
+namespace {
+
+namespace pb = toolkit::dumpdata;
+
+constexpr uint64_t kMaxHeaderBytes = uint64_t(256) << 20;
+
+struct BinTypeEntry {
+  int32_t code;
+  const char* name;
+  bool has_dtype;
+  DType dtype;
+};
+
+constexpr BinTypeEntry kBinTypes[] = {
+    {0, "UNDEFINED", false, DType::Float32},   {1, "FLOAT", true, DType::Float32},
+    {2, "FLOAT16", true, DType::Float16},      {3, "INT8", true, DType::Int8},
+    {4, "UINT8", true, DType::UInt8},          {5, "INT16", true, DType::Int16},
+    {6, "UINT16", true, DType::UInt16},        {7, "INT32", true, DType::Int32},
+    {8, "INT64", true, DType::Int64},          {9, "UINT32", true, DType::UInt32},
+    {10, "UINT64", true, DType::UInt64},       {11, "BOOL", true, DType::Bool},
+    {12, "DOUBLE", true, DType::Float64},      {13, "STRING", false, DType::Float32},
+    {14, "DUAL_SUB_INT8", false, DType::Int8}, {15, "DUAL_SUB_UINT8", false, DType::UInt8},
+    {16, "COMPLEX64", true, DType::Complex64}, {17, "COMPLEX128", true, DType::Complex128},
+    {18, "QINT8", false, DType::Int8},         {19, "QINT16", false, DType::Int16},
+    {20, "QINT32", false, DType::Int32},       {21, "QUINT8", false, DType::UInt8},
+    {22, "QUINT16", false, DType::UInt16},     {23, "RESOURCE", false, DType::Float32},
+    {24, "STRING_REF", false, DType::Float32}, {25, "DUAL", false, DType::Float32},
+    {26, "VARIANT", false, DType::Float32},    {27, "BF16", true, DType::BFloat16},
+    {28, "INT4", false, DType::Int8},          {29, "UINT1", false, DType::UInt8},
+    {30, "INT2", false, DType::Int8},          {31, "UINT2", false, DType::UInt8},
+};
+
+Shape to_shape(const pb::Shape& s) {
+  Shape out;
+  out.reserve(static_cast<size_t>(s.dim_size()));
+  for (uint64_t d : s.dim()) {
+    if (d > static_cast<uint64_t>(INT64_MAX)) throw Error("dimension " + std::to_string(d) + " is too large");
+    out.push_back(static_cast<int64_t>(d));
+  }
+  return out;
+}
+
+void fill_shape(pb::Shape* s, const Shape& shape) {
+  for (int64_t d : shape) s->add_dim(static_cast<uint64_t>(d));
+}
+
+// Assigns consecutive offsets to items, checking each against the file size.
+struct OffsetCursor {
+  uint64_t next;
+  uint64_t file_size;
+  const std::string& path;
+  uint64_t take(uint64_t size, const std::string& what) {
+    if (size > file_size || next > file_size - size)
+      throw FormatError(path, what + " declares " + std::to_string(size) + " bytes at offset " +
+                                  std::to_string(next) + ", beyond the file size " + std::to_string(file_size));
+    uint64_t at = next;
+    next += size;
+    return at;
+  }
+};
+
+}  // namespace
+
+std::string bin_format_name(int32_t format) {
+  switch (format) {
+    case 0: return "NCHW";
+    case 1: return "NHWC";
+    case 2: return "ND";
+    case 3: return "NC1HWC0";
+    case 4: return "FRACTAL_Z";
+    case 5: return "NC1C0HWPAD";
+    case 6: return "NHWC1C0";
+    case 7: return "FSR_NCHW";
+    case 8: return "FRACTAL_DECONV";
+    case 9: return "C1HWNC0";
+    case 12: return "NC1HWC0_C04";
+    case 13: return "FRACTAL_Z_C04";
+    case 14: return "CHWN";
+    case 16: return "HWCN";
+    case 25: return "C1HWNCoC0";
+    case 26: return "MD";
+    case 27: return "NDHWC";
+    case 28: return "FRACTAL_ZZ";
+    case 29: return "FRACTAL_NZ";
+    case 30: return "NCDHW";
+    case 31: return "DHWCN";
+    case 32: return "NDC1HWC0";
+    case 33: return "FRACTAL_Z_3D";
+    case 34: return "CN";
+    case 35: return "NC";
+    case 40: return "RESERVED";
+    case 47: return "NCL";
+    case 49: return "C1HWC0";
+  }
+  return "FORMAT_" + std::to_string(format);
+}
+
+int32_t bin_data_type_of(DType t) {
+  for (const auto& e : kBinTypes)
+    if (e.has_dtype && e.dtype == t) return e.code;
+  return -1;
+}
+
+bool dtype_of_bin_data_type(int32_t code, DType* out) {
+  for (const auto& e : kBinTypes)
+    if (e.code == code && e.has_dtype) {
+      *out = e.dtype;
+      return true;
+    }
+  return false;
+}
+
+std::string bin_data_type_name(int32_t code) {
+  for (const auto& e : kBinTypes)
+    if (e.code == code) return std::string("DT_") + e.name;
+  return "DT_" + std::to_string(code);
+}
+
+Tensor BinDump::tensor(const BinTensor& t) const {
+  DType dtype;
+  if (!dtype_of_bin_data_type(t.data_type, &dtype))
+    throw FormatError(path, "data type " + bin_data_type_name(t.data_type) + " cannot be converted to an array");
+  Tensor out;
+  out.dtype = dtype;
+  out.shape = t.shape;
+  uint64_t need;
+  try {
+    need = shape_numel(t.shape) * dtype_size(dtype);
+  } catch (const Error& e) {
+    throw FormatError(path, e.what());
+  }
+  if (need != t.size)
+    throw FormatError(path, "tensor of shape " + shape_to_string(t.shape) + " and type " + bin_data_type_name(t.data_type) +
+                                " needs " + std::to_string(need) + " bytes but declares " + std::to_string(t.size));
+  out.buffer = file;
+  out.data = static_cast<const char*>(file->data()) + t.offset;
+  return out;
+}
+
+BinDump read_ascend_bin(const std::string& path) {
+  auto file = std::make_shared<MappedFile>(path);
+  const uint64_t size = file->size();
+  if (size < 8) throw FormatError(path, "too short for an Ascend bin dump (" + std::to_string(size) + " bytes)");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, file->data(), 8);  // little-endian hosts only (x86, arm)
+  if (header_len > size - 8 || header_len > kMaxHeaderBytes)
+    throw FormatError(path, "header length " + std::to_string(header_len) + " exceeds the file size " +
+                                std::to_string(size) + " (not an Ascend bin dump, or truncated)");
+  pb::DumpData msg;
+  if (!msg.ParseFromArray(static_cast<const char*>(file->data()) + 8, static_cast<int>(header_len)))
+    throw FormatError(path, "the DumpData header does not parse as protobuf");
+
+  BinDump dump;
+  dump.path = path;
+  dump.version = msg.version();
+  dump.op_name = msg.op_name();
+  dump.dump_time = msg.dump_time();
+  OffsetCursor cursor{8 + header_len, size, path};
+  try {
+    for (int i = 0; i < msg.input_size(); ++i) {
+      const auto& in = msg.input(i);
+      BinTensor t{in.data_type(), in.format(), to_shape(in.shape()), to_shape(in.original_shape()), 0, in.size()};
+      t.offset = cursor.take(t.size, "input " + std::to_string(i));
+      dump.inputs.push_back(std::move(t));
+    }
+    for (int i = 0; i < msg.output_size(); ++i) {
+      const auto& out = msg.output(i);
+      BinTensor t{out.data_type(), out.format(), to_shape(out.shape()), to_shape(out.original_shape()), 0, out.size()};
+      t.offset = cursor.take(t.size, "output " + std::to_string(i));
+      dump.outputs.push_back(std::move(t));
+    }
+    for (int i = 0; i < msg.buffer_size(); ++i) {
+      BinBuffer b{msg.buffer(i).buffer_type(), 0, msg.buffer(i).size()};
+      b.offset = cursor.take(b.size, "buffer " + std::to_string(i));
+      dump.buffers.push_back(b);
+    }
+    for (int i = 0; i < msg.space_size(); ++i) {
+      BinBuffer b{msg.space(i).type(), 0, msg.space(i).size()};
+      b.offset = cursor.take(b.size, "workspace " + std::to_string(i));
+      dump.workspaces.push_back(b);
+    }
+  } catch (const FormatError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FormatError(path, e.what());
+  }
+  dump.file = std::move(file);
+  return dump;
+}
+
+bool looks_like_ascend_bin(const std::string& path) {
+  try {
+    read_ascend_bin(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string ascend_bin_header(const std::string& op_name, uint64_t dump_time_us,
+                              const std::vector<BinWriteTensor>& inputs,
+                              const std::vector<BinWriteTensor>& outputs) {
+  pb::DumpData msg;
+  msg.set_version("2.0");
+  msg.set_dump_time(dump_time_us);
+  msg.set_op_name(op_name);
+  for (const auto& t : inputs) {
+    auto* in = msg.add_input();
+    in->set_data_type(bin_data_type_of(t.view.dtype));
+    in->set_format(t.format);
+    fill_shape(in->mutable_shape(), t.view.shape);
+    if (!t.original_shape.empty()) fill_shape(in->mutable_original_shape(), t.original_shape);
+    in->set_size(t.view.nbytes());
+  }
+  for (const auto& t : outputs) {
+    auto* out = msg.add_output();
+    out->set_data_type(bin_data_type_of(t.view.dtype));
+    out->set_format(t.format);
+    fill_shape(out->mutable_shape(), t.view.shape);
+    if (!t.original_shape.empty()) fill_shape(out->mutable_original_shape(), t.original_shape);
+    out->set_size(t.view.nbytes());
+  }
+  std::string body;
+  msg.SerializeToString(&body);
+  uint64_t len = body.size();
+  std::string header(8, '\0');
+  std::memcpy(header.data(), &len, 8);
+  return header + body;
+}
+
+void write_ascend_bin(const std::string& path, const std::string& op_name, uint64_t dump_time_us,
+                      const std::vector<BinWriteTensor>& inputs, const std::vector<BinWriteTensor>& outputs) {
+  const std::string header = ascend_bin_header(op_name, dump_time_us, inputs, outputs);
+  uint64_t total = 0;
+  for (const auto* list : {&inputs, &outputs})
+    for (const auto& t : *list) total += t.view.nbytes();
+  HeapBuffer payload(total);
+  uint64_t at = 0;
+  for (const auto* list : {&inputs, &outputs})
+    for (const auto& t : *list) {
+      if (t.view.nbytes()) std::memcpy(payload.mutable_data() + at, t.view.data, t.view.nbytes());
+      at += t.view.nbytes();
+    }
+  write_file_atomic(path, header.data(), header.size(), payload.data(), payload.size());
+}
+
+}  // namespace opdump

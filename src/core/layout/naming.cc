@@ -1,0 +1,164 @@
+// File and folder names of the seeds' layouts.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <vector>
+
+#include "opdump/error.h"
+#include "opdump/layout.h"
+
+namespace opdump {
+namespace {
+
+// Length of a valid UTF-8 sequence starting at s[i], or 0 when invalid.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t len;
+  if (c < 0x80) return 1;
+  if ((c & 0xe0) == 0xc0 && c >= 0xc2) len = 2;
+  else if ((c & 0xf0) == 0xe0) len = 3;
+  else if ((c & 0xf8) == 0xf0 && c <= 0xf4) len = 4;
+  else return 0;
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return len;
+}
+
+}  // namespace
+
+std::string sanitize_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (size_t i = 0; i < name.size();) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    size_t len = utf8_sequence_length(name, i);
+    if (len == 0) {  // invalid UTF-8 byte
+      out += '_';
+      ++i;
+      continue;
+    }
+    if (len == 1) {
+      const bool replace = c == '.' || c == '/' || c == '\\' || c == ' ' || c < 0x20 || c == 0x7f;
+      out += replace ? '_' : static_cast<char>(c);
+    } else {
+      out.append(name.substr(i, len));
+    }
+    i += len;
+  }
+  if (out.empty()) out = "_";
+  return out;
+}
+
+std::string dump_time_string(int64_t unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
+  return buf;
+}
+
+uint64_t now_microseconds() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::string_view to_string(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
+
+std::string ascend_file_name(const OpIdentity& op) {
+  return sanitize_name(op.op_type) + '.' + sanitize_name(op.op_name) + '.' + std::to_string(op.task_id) +
+         '.' + std::to_string(op.stream_id) + '.' + std::to_string(op.timestamp);
+}
+
+std::string mindspore_file_name(const OpIdentity& op, IoKind io, uint32_t slot, std::string_view format) {
+  return ascend_file_name(op) + '.' + std::string(to_string(io)) + '.' + std::to_string(slot) + '.' +
+         sanitize_name(format) + ".npy";
+}
+
+namespace {
+
+std::vector<std::string_view> split_dots(std::string_view s) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = s.find('.', start);
+    parts.push_back(s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+bool to_u64(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool parse_dump_file_name(std::string_view name, ParsedDumpName* out) {
+  auto parts = split_dots(name);
+  ParsedDumpName p;
+  if (parts.size() >= 9 && parts.back() == "npy") {
+    // 9 parts, or 10 when newer MindSpore appends the dtype before .npy
+    if (parts.size() > 10) return false;
+    uint64_t slot;
+    if (parts[5] != "input" && parts[5] != "output") return false;
+    if (!to_u64(parts[6], &slot) || slot > UINT32_MAX) return false;
+    p.has_io = true;
+    p.io = parts[5] == "input" ? IoKind::Input : IoKind::Output;
+    p.slot = static_cast<uint32_t>(slot);
+    p.format = std::string(parts[7]);
+  } else if (parts.size() != 5) {
+    return false;
+  }
+  if (!to_u64(parts[2], &p.op.task_id) || !to_u64(parts[3], &p.op.stream_id) || !to_u64(parts[4], &p.op.timestamp))
+    return false;
+  p.op.op_type = std::string(parts[0]);
+  p.op.op_name = std::string(parts[1]);
+  *out = std::move(p);
+  return true;
+}
+
+std::string join_path(const std::string& root, std::string_view relative) {
+  if (relative.empty()) return root;
+  if (relative.front() == '/') throw Error("refusing absolute path \"" + std::string(relative) + "\" below " + root);
+  std::string out = root;
+  size_t start = 0;
+  while (start <= relative.size()) {
+    size_t slash = relative.find('/', start);
+    if (slash == std::string_view::npos) slash = relative.size();
+    std::string_view part = relative.substr(start, slash - start);
+    if (part == ".." || part == "." || part.empty() || part.find('\0') != std::string_view::npos)
+      throw Error("refusing path component \"" + std::string(part) + "\" in \"" + std::string(relative) +
+                  "\" below " + root);
+    if (out.empty() || out.back() != '/') out += '/';
+    out.append(part);
+    start = slash + 1;
+  }
+  return out;
+}
+
+void make_dirs(const std::string& path) {
+  if (path.empty()) return;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw IoError(path, "exists and is not a folder", 0);
+    return;
+  }
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) make_dirs(path.substr(0, slash));
+  if (::mkdir(path.c_str(), 0750) != 0 && errno != EEXIST) throw IoError(path, "cannot create folder", errno);
+}
+
+}  // namespace opdump

@@ -1,0 +1,215 @@
+// Statistics: category names, the parallel driver over the kernels, and the csv cells.
+#include "opdump/stats.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "opdump/error.h"
+#include "stats_kernels.h"
+
+namespace opdump {
+namespace detail {
+
+void merge(StatsPartial& into, const StatsPartial& from, DType dtype) {
+  if (from.count == 0) return;
+  const bool first_minmax = !into.have_minmax;
+  if (from.have_minmax) {
+    if (first_minmax) {
+      into.min = from.min;
+      into.max = from.max;
+      into.imin = from.imin;
+      into.imax = from.imax;
+      into.umin = from.umin;
+      into.umax = from.umax;
+    } else {
+      into.min = std::min(into.min, from.min);
+      into.max = std::max(into.max, from.max);
+      into.imin = std::min(into.imin, from.imin);
+      into.imax = std::max(into.imax, from.imax);
+      into.umin = std::min(into.umin, from.umin);
+      into.umax = std::max(into.umax, from.umax);
+    }
+    into.have_minmax = true;
+  }
+  (void)dtype;
+  into.count += from.count;
+  into.negative += from.negative;
+  into.positive += from.positive;
+  into.zero += from.zero;
+  into.nan += from.nan;
+  into.neg_inf += from.neg_inf;
+  into.pos_inf += from.pos_inf;
+  into.finite += from.finite;
+  into.sum += from.sum;
+  into.sum_sq += from.sum_sq;
+}
+
+StatsKernel best_stats_kernel() {
+#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
+  static const StatsKernel k = __builtin_cpu_supports("avx2") ? &k_avx2::compute : &k_baseline::compute;
+  return k;
+#else
+  return &k_baseline::compute;
+#endif
+}
+
+const char* best_stats_kernel_name() {
+  return best_stats_kernel() == &k_baseline::compute ? "baseline" : "avx2";
+}
+
+}  // namespace detail
+
+namespace {
+
+struct CategoryInfo {
+  StatCategory c;
+  const char* key;
+  const char* label;
+};
+
+constexpr CategoryInfo kCategories[] = {
+    {StatCategory::Max, "max", "Max Value"},
+    {StatCategory::Min, "min", "Min Value"},
+    {StatCategory::Avg, "avg", "Avg Value"},
+    {StatCategory::Count, "count", "Count"},
+    {StatCategory::NegativeZeroCount, "negative zero count", "Negative Zero Count"},
+    {StatCategory::PositiveZeroCount, "positive zero count", "Positive Zero Count"},
+    {StatCategory::NanCount, "nan count", "NaN Count"},
+    {StatCategory::NegativeInfCount, "negative inf count", "Negative Inf Count"},
+    {StatCategory::PositiveInfCount, "positive inf count", "Positive Inf Count"},
+    {StatCategory::ZeroCount, "zero count", "Zero Count"},
+    {StatCategory::L2Norm, "l2norm", "L2Norm Value"},
+    {StatCategory::Md5, "md5", "MD5"},
+    {StatCategory::XxHash, "xxhash", "XXH3"},
+};
+
+bool is_signed_int(DType t) {
+  return t == DType::Bool || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
+}
+bool is_unsigned_int(DType t) {
+  return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
+}
+
+// Shortest text that reads back to the same value in the tensor's own precision.
+std::string format_value(double v, DType dtype) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (dtype == DType::Float64 || dtype == DType::Complex128) return fmt::format("{}", v);
+  return fmt::format("{}", static_cast<float>(v));
+}
+
+}  // namespace
+
+std::string_view stat_category_key(StatCategory c) { return kCategories[static_cast<int>(c)].key; }
+std::string_view stat_category_label(StatCategory c) { return kCategories[static_cast<int>(c)].label; }
+
+std::optional<StatCategory> stat_category_from_key(std::string_view key) {
+  for (const auto& i : kCategories)
+    if (key == i.key) return i.c;
+  return std::nullopt;
+}
+
+const std::vector<StatCategory>& default_stat_categories() {
+  static const std::vector<StatCategory> d = {StatCategory::Max, StatCategory::Min, StatCategory::L2Norm};
+  return d;
+}
+
+const std::vector<StatCategory>& all_stat_categories() {
+  static const std::vector<StatCategory> all = [] {
+    std::vector<StatCategory> v;
+    for (const auto& i : kCategories) v.push_back(i.c);
+    return v;
+  }();
+  return all;
+}
+
+double TensorStats::l2norm() const { return std::sqrt(sum_sq); }
+
+std::string TensorStats::cell(StatCategory c, DType dtype) const {
+  const bool integer = is_signed_int(dtype) || is_unsigned_int(dtype);
+  switch (c) {
+    case StatCategory::Max:
+    case StatCategory::Min: {
+      if (!has_finite()) return "null";
+      if (integer) return is_signed_int(dtype) ? std::to_string(c == StatCategory::Max ? int_max : int_min)
+                                               : std::to_string(c == StatCategory::Max ? uint_max : uint_min);
+      return format_value(c == StatCategory::Max ? max : min, dtype);
+    }
+    case StatCategory::Avg: return has_finite() ? fmt::format("{}", avg()) : "null";
+    case StatCategory::Count: return std::to_string(count);
+    case StatCategory::NegativeZeroCount: return std::to_string(negative);
+    case StatCategory::PositiveZeroCount: return std::to_string(positive);
+    case StatCategory::NanCount: return std::to_string(nan);
+    case StatCategory::NegativeInfCount: return std::to_string(neg_inf);
+    case StatCategory::PositiveInfCount: return std::to_string(pos_inf);
+    case StatCategory::ZeroCount: return std::to_string(zero);
+    case StatCategory::L2Norm: return has_finite() ? fmt::format("{}", l2norm()) : "null";
+    case StatCategory::Md5: return md5;
+    case StatCategory::XxHash: return xxhash;
+  }
+  return "";
+}
+
+std::string md5_hex(const void* data, size_t size) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data, size, digest, &len, EVP_md5(), nullptr) != 1) throw Error("OpenSSL MD5 failed");
+  std::string hex;
+  hex.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+std::string xxhash_hex(const void* data, size_t size) {
+  return fmt::format("{:016x}", static_cast<unsigned long long>(XXH3_64bits(data, size)));
+}
+
+TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
+  const uint64_t n = view.numel();
+  const size_t bytes = n * dtype_size(view.dtype);
+  detail::StatsKernel kernel = detail::best_stats_kernel();
+  detail::StatsPartial total;
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  if (bytes < options.parallel_threshold_bytes || threads <= 1 || n < 4096) {
+    kernel(view.data, 0, n, view.dtype, &total);
+  } else {
+    threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));
+    std::vector<detail::StatsPartial> parts(threads);
+    std::vector<std::thread> workers;
+    const uint64_t per = (n / threads + 63) / 64 * 64;
+    for (unsigned t = 1; t < threads; ++t) {
+      const uint64_t b = std::min<uint64_t>(n, per * t), e = std::min<uint64_t>(n, per * (t + 1));
+      workers.emplace_back([&, b, e, t] { kernel(view.data, b, e, view.dtype, &parts[t]); });
+    }
+    kernel(view.data, 0, std::min<uint64_t>(n, per), view.dtype, &parts[0]);
+    for (auto& w : workers) w.join();
+    for (const auto& p : parts) detail::merge(total, p, view.dtype);
+  }
+  TensorStats s;
+  s.count = n;
+  s.negative = total.negative;
+  s.positive = total.positive;
+  s.zero = total.zero;
+  s.nan = total.nan;
+  s.neg_inf = total.neg_inf;
+  s.pos_inf = total.pos_inf;
+  s.finite = total.finite;
+  s.max = total.max;
+  s.min = total.min;
+  s.sum = total.sum;
+  s.sum_sq = total.sum_sq;
+  s.int_max = total.imax;
+  s.int_min = total.imin;
+  s.uint_max = total.umax;
+  s.uint_min = total.umin;
+  if (options.md5) s.md5 = md5_hex(view.data, bytes);
+  if (options.xxhash) s.xxhash = xxhash_hex(view.data, bytes);
+  return s;
+}
+
+}  // namespace opdump

@@ -1,0 +1,36 @@
+// Internal: the one-pass statistics kernels. Compiled twice (baseline and AVX2) from
+// stats_kernels.inc; stats.cc picks one at run time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "opdump/dtype.h"
+
+namespace opdump::detail {
+
+// Partial results over a contiguous range of elements; merged across threads.
+struct StatsPartial {
+  uint64_t count = 0, negative = 0, positive = 0, zero = 0, nan = 0, neg_inf = 0, pos_inf = 0, finite = 0;
+  double max = 0, min = 0, sum = 0, sum_sq = 0;
+  bool have_minmax = false;
+  // Exact integer extremes for integer dtypes (signed types and bool use i*, unsigned u*).
+  int64_t imax = 0, imin = 0;
+  uint64_t umax = 0, umin = 0;
+};
+
+void merge(StatsPartial& into, const StatsPartial& from, DType dtype);
+
+using StatsKernel = void (*)(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+
+namespace k_baseline {
+void compute(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+}
+namespace k_avx2 {
+void compute(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+}
+
+// The best kernel this CPU runs.
+StatsKernel best_stats_kernel();
+const char* best_stats_kernel_name();
+
+}  // namespace opdump::detail

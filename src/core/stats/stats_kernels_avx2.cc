@@ -1,0 +1,6 @@
+// The statistics kernels compiled with -mavx2 -mfma (x86-64 only; see CMakeLists.txt).
+#include "stats_kernels.h"
+
+namespace opdump::detail::k_avx2 {
+#include "stats_kernels.inc"
+}  // namespace opdump::detail::k_avx2

@@ -1,0 +1,87 @@
+#include "opdump/tensor.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "opdump/error.h"
+
+namespace opdump {
+
+uint64_t shape_numel(const Shape& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("negative dimension " + std::to_string(d) + " in shape " + shape_to_string(shape));
+    if (d != 0 && n > UINT64_MAX / static_cast<uint64_t>(d))
+      throw Error("shape " + shape_to_string(shape) + " has more than 2^64 elements");
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  return s + ")";
+}
+
+std::string shape_to_dims(const Shape& shape) {
+  if (shape.empty()) return "1";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+HeapBuffer::HeapBuffer(const void* src, size_t size) : HeapBuffer(size) {
+  if (size) std::memcpy(bytes_.get(), src, size);
+}
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(path, "cannot open", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw IoError(path, "cannot stat", e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw IoError(path, "not a regular file", 0);
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data_ == MAP_FAILED) {
+      int e = errno;
+      data_ = nullptr;
+      ::close(fd);
+      throw IoError(path, "cannot map", e);
+    }
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
+
+void MappedFile::will_need(size_t offset, size_t length) const {
+  if (!data_ || offset >= size_) return;
+  const size_t page = 4096;
+  size_t start = offset & ~(page - 1);
+  size_t end = std::min(size_, offset + length);
+  ::madvise(static_cast<char*>(data_) + start, end - start, MADV_WILLNEED);
+}
+
+}  // namespace opdump

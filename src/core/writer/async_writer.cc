@@ -1,0 +1,125 @@
+// The bounded asynchronous writer.
+#include <exception>
+
+#include "opdump/error.h"
+#include "opdump/log.h"
+#include "opdump/writer.h"
+
+namespace opdump {
+
+AsyncWriter::AsyncWriter(WriterOptions options) : options_(options) {
+  if (options_.threads == 0) options_.threads = 1;
+  if (options_.max_inflight_bytes == 0) options_.max_inflight_bytes = 1;
+  for (unsigned i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { worker_loop(); });
+}
+
+AsyncWriter::~AsyncWriter() {
+  drain();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutdown_ = true;
+  }
+  has_work_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void AsyncWriter::run(uint64_t bytes, std::function<void()> task) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // At the cap the caller waits; a single job larger than the cap runs alone.
+  has_room_.wait(lock, [&] { return inflight_ == 0 || inflight_ + bytes <= options_.max_inflight_bytes; });
+  inflight_ += bytes;
+  queue_.push_back(Job{bytes, std::move(task)});
+  lock.unlock();
+  has_work_.notify_one();
+}
+
+void AsyncWriter::write_file(std::string path, std::string header, std::shared_ptr<const Buffer> payload) {
+  const uint64_t bytes = header.size() + (payload ? payload->size() : 0);
+  if (tensor_writes_stopped()) {
+    record_lost(1, bytes, "");
+    return;
+  }
+  run(bytes, [this, path = std::move(path), header = std::move(header), payload = std::move(payload), bytes] {
+    if (tensor_writes_stopped()) {
+      record_lost(1, bytes, "");
+      return;
+    }
+    if (payload) payload->wait_ready();
+    try {
+      write_file_atomic(path, header.data(), header.size(), payload ? payload->data() : nullptr,
+                        payload ? payload->size() : 0);
+      record_written(1, bytes);
+    } catch (const Error& e) {
+      record_lost(1, bytes, e.what());
+    }
+  });
+}
+
+void AsyncWriter::record_lost(uint64_t files, uint64_t bytes, const std::string& error) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    report_.files_lost += files;
+    report_.bytes_lost += bytes;
+    if (!error.empty() && report_.first_error.empty()) {
+      report_.first_error = error;
+      first = true;
+    }
+  }
+  if (!error.empty()) stopped_.store(true);
+  if (first) log_error("tensor writing stopped after a write error; training goes on: " + error);
+}
+
+void AsyncWriter::record_written(uint64_t files, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  report_.files_written += files;
+  report_.bytes_written += bytes;
+}
+
+void AsyncWriter::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    has_work_.wait(lock, [&] { return shutdown_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // shutdown with nothing left
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    ++active_;
+    lock.unlock();
+    std::string failure;
+    try {
+      job.work();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    job.work = nullptr;  // release payloads before accounting their memory as free
+    if (!failure.empty()) log_error("writer task failed: " + failure);
+    lock.lock();
+    if (!failure.empty()) {
+      ++report_.tasks_failed;
+      if (report_.first_error.empty()) report_.first_error = failure;
+    }
+    inflight_ -= job.bytes;
+    --active_;
+    has_room_.notify_all();
+    if (queue_.empty() && active_ == 0) idle_.notify_all();
+  }
+}
+
+void AsyncWriter::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return queue_.empty() && active_ == 0; });
+}
+
+WriterReport AsyncWriter::report() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return report_;
+}
+
+uint64_t AsyncWriter::inflight_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return inflight_;
+}
+
+}  // namespace opdump
