@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -100,6 +101,7 @@ std::string resolve_path(const std::string& raw, const std::string& field, const
     }
     out = cwd + "/" + out;
   }
+  out = std::filesystem::path(out).lexically_normal().string();
   while (out.size() > 1 && out.back() == '/') out.pop_back();
   return out;
 }

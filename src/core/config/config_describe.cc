@@ -58,7 +58,8 @@ std::string config_to_json(const DumpConfig& c) { return to_json_object(c).dump(
 
 std::string describe_config(const DumpConfig& c) {
   std::string out;
-  for (const auto& [key, value] : to_json_object(c).items()) {
+  const nlohmann::ordered_json j = to_json_object(c);
+  for (const auto& [key, value] : j.items()) {
     if (key == "warnings") continue;
     std::string v = value.is_string() ? value.get<std::string>() : value.dump();
     out += key;

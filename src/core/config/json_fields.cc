@@ -73,7 +73,7 @@ std::optional<int64_t> Fields::integer(const std::string& key, int64_t lo, int64
   const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
   if (v->is_number_unsigned()) {
     uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(hi)) throw ConfigError(path(key), show(*v) + " is out of range; allowed: " + range);
+    if (u > static_cast<uint64_t>(hi) || (lo > 0 && u < static_cast<uint64_t>(lo))) throw ConfigError(path(key), show(*v) + " is out of range; allowed: " + range);
     return static_cast<int64_t>(u);
   }
   if (!v->is_number_integer()) throw ConfigError(path(key), "must be " + range + ", not " + type_name(*v) + " " + show(*v));

@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "opdump/ascend_bin.h"
+#include "opdump/dumper.h"
+#include "opdump/error.h"
+#include "opdump/npy.h"
+#include "test_util.h"
+
+using namespace opdump;
+
+namespace {
+
+ParseOptions no_env() {
+  ParseOptions o;
+  o.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  o.cwd = "/";
+  return o;
+}
+
+DumpTensor tensor_of(std::vector<float> values) {
+  auto b = std::make_shared<HeapBuffer>(values.data(), values.size() * 4);
+  return DumpTensor{TensorView{b->data(), DType::Float32, {static_cast<int64_t>(values.size())}}, b};
+}
+
+OpRecord op(const std::string& type, const std::string& name, uint64_t task, uint64_t iteration,
+            const std::string& model = "") {
+  OpRecord r;
+  r.id = OpIdentity{type, name, task, 0, 1000 + task};
+  r.iteration = iteration;
+  r.model_name = model;
+  return r;
+}
+
+std::string ms_config(const std::string& path, const std::string& extra_common, const std::string& e2e = "true") {
+  return R"({"common_dump_settings": {"dump_mode": 0, "path": ")" + path +
+         R"(", "net_name": "Net", "iteration": "0|2", "input_output": 0, "kernels": [], "support_device": [0],
+         "op_debug_mode": 0)" + extra_common + R"(}, "e2e_dump_settings": {"enable": )" + e2e + "}}";
+}
+
+}  // namespace
+
+TEST(Dumper, MindSporeSyncLayoutWithTensorsAndStatistics) {
+  test::TempDir dir;
+  DumpConfig c = parse_config(ms_config(dir.path(), R"(, "saved_data": "full")"), "t", no_env());
+  {
+    Dumper d(c, DumperOptions{3, 0, 0});
+    for (uint64_t it = 0; it < 3; ++it) {
+      if (!d.iteration_selected(it)) continue;
+      d.dump_op(op("Conv2D", "Default/net/Conv2D-op1", 0, it), {tensor_of({1, 2}), tensor_of({3})}, {tensor_of({-1, 5})});
+    }
+    WriterReport r = d.finalize();
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(d.counters().ops, 2u);
+    EXPECT_EQ(d.counters().stat_rows, 6u);
+  }
+  const std::string iter0 = dir / "rank_3/Net/0/0";
+  auto files = test::list_files(iter0);
+  ASSERT_EQ(files.size(), 4u);  // 3 npy + statistic.csv
+  EXPECT_EQ(files[0], "Conv2D.Default_net_Conv2D-op1.0.0.1000.input.0.DefaultFormat.npy");
+  Tensor out = read_npy(iter0 + "/Conv2D.Default_net_Conv2D-op1.0.0.1000.output.0.DefaultFormat.npy");
+  EXPECT_EQ(static_cast<const float*>(out.data)[1], 5.0f);
+  CsvTable csv = read_csv(iter0 + "/statistic.csv");
+  EXPECT_EQ(csv.rows.size(), 3u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "rank_3/Net/0/2"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "rank_3/Net/0/1"));
+  EXPECT_EQ(test::read_file(dir / "rank_3/.dump_metadata/data_dump.json"), c.original_text);
+}
+
+TEST(Dumper, AclModelDumpSelectsModelsAndLayers) {
+  test::TempDir dir;
+  DumpConfig c = parse_config(R"({"dump": {"dump_path": ")" + dir.path() +
+                                  R"J(", "dump_list": [{"model_name": "resnet"}, {"model_name": "bert", "layer": ["name-regex(.*attn.*)"]}],
+                                  "dump_mode": "output"}})J",
+                              "t", no_env());
+  Dumper d(c, DumperOptions{0, 1, 1600000000});
+  EXPECT_TRUE(d.op_selected("resnet", "conv1/aten::conv2d.0", "conv2d"));
+  EXPECT_TRUE(d.op_selected("bert", "layer0/attn/aten::matmul.3", "matmul"));
+  EXPECT_FALSE(d.op_selected("bert", "layer0/ffn/aten::matmul.4", "matmul"));
+  EXPECT_FALSE(d.op_selected("gpt", "x", "matmul"));
+  EXPECT_FALSE(d.op_selected("", "x", "add"));  // dump_op_switch off
+  d.dump_op(op("MatMul", "layer0/attn/aten::matmul.3", 5, 7, "bert"), {tensor_of({1})}, {tensor_of({2})});
+  d.finalize();
+  const std::string folder = d.run_root() + "/bert/0/7";
+  EXPECT_EQ(d.run_root(), dir.path() + "/" + dump_time_string(1600000000) + "/1");
+  auto files = test::list_files(folder);
+  ASSERT_EQ(files.size(), 1u);  // outputs only
+  EXPECT_NE(files[0].find(".output.0."), std::string::npos);
+}
+
+TEST(Dumper, BinFilesForMindSporeAsync) {
+  test::TempDir dir;
+  DumpConfig c = parse_config(ms_config(dir.path(), "", "false"), "t", no_env());
+  ASSERT_EQ(c.file_format, FileFormat::Bin);
+  Dumper d(c, DumperOptions{0, 0, 1600000000});
+  d.dump_op(op("Add", "Default/Add-op3", 9, 0, "graph"), {tensor_of({1, 2}), tensor_of({3, 4})}, {tensor_of({4, 6})});
+  d.finalize();
+  const std::string path = d.run_root() + "/graph/0/0/Add.Default_Add-op3.9.0.1009";
+  BinDump b = read_ascend_bin(path);
+  ASSERT_EQ(b.inputs.size(), 2u);
+  ASSERT_EQ(b.outputs.size(), 1u);
+  EXPECT_EQ(static_cast<const float*>(b.tensor(b.outputs[0]).data)[1], 6.0f);
+  EXPECT_EQ(b.op_name, "Default/Add-op3");
+}
+
+TEST(Dumper, KernelsSelection) {
+  test::TempDir dir;
+  std::string text = ms_config(dir.path(), "");
+  text.replace(text.find("\"dump_mode\": 0"), 14, "\"dump_mode\": 1");
+  text.replace(text.find("\"kernels\": []"), 13, "\"kernels\": [\"conv\", \"name-regex(.*never.*)\"]");
+  Dumper d(parse_config(text, "t", no_env()));
+  EXPECT_TRUE(d.op_selected("", "Default/net/Conv2D-op1", ""));
+  EXPECT_FALSE(d.op_selected("", "Default/net/ReLU-op2", ""));
+}
+
+TEST(Dumper, LongNamesAreMappedAndStayInside) {
+  test::TempDir dir;
+  Dumper d(parse_config(ms_config(dir.path(), ""), "t", no_env()));
+  const std::string evil = "../../" + std::string(400, 'a') + "/\n\x01";
+  d.dump_op(op("Op", evil, 0, 0), {}, {tensor_of({1})});
+  d.finalize();
+  auto files = test::list_files(dir.path());
+  bool mapping = false;
+  for (const auto& f : files) {
+    EXPECT_EQ(f.find(".."), std::string::npos) << f;
+    mapping |= f.find("mapping.csv") != std::string::npos;
+  }
+  EXPECT_TRUE(mapping);
+}
+
+TEST(Dumper, UnwritablePathIsAnErrorAtStart) {
+  test::TempDir dir;
+  const std::string ro = dir / "ro";
+  ::mkdir(ro.c_str(), 0500);
+  DumpConfig c = parse_config(R"({"dump": {"dump_path": ")" + ro + R"(/sub"}})", "t", no_env());
+  if (::geteuid() == 0) {
+    // root ignores permissions: use a path below a regular file instead
+    test::write_text(dir / "file", "x");
+    c.dump_path = dir / "file/sub";
+  }
+  EXPECT_THROW(Dumper d(c), Error);
+}

@@ -1,0 +1,214 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <random>
+
+#include "opdump/stats.h"
+
+using namespace opdump;
+
+namespace {
+
+struct Reference {
+  uint64_t nan = 0, pinf = 0, ninf = 0, neg = 0, pos = 0, zero = 0, finite = 0;
+  long double sum = 0, sq = 0;
+  double mn = INFINITY, mx = -INFINITY;
+};
+
+template <typename T, typename Widen>
+Reference reference(const std::vector<T>& v, Widen widen) {
+  Reference r;
+  for (const T& raw : v) {
+    double x = widen(raw);
+    if (std::isnan(x)) { ++r.nan; continue; }
+    if (x < 0) ++r.neg;
+    if (x > 0) ++r.pos;
+    if (x == 0) ++r.zero;
+    if (std::isinf(x)) { (x > 0 ? r.pinf : r.ninf)++; continue; }
+    ++r.finite;
+    r.sum += x;
+    r.sq += static_cast<long double>(x) * x;
+    r.mn = std::min(r.mn, x);
+    r.mx = std::max(r.mx, x);
+  }
+  return r;
+}
+
+void expect_matches(const TensorStats& s, const Reference& r, double rel) {
+  EXPECT_EQ(s.nan, r.nan);
+  EXPECT_EQ(s.pos_inf, r.pinf);
+  EXPECT_EQ(s.neg_inf, r.ninf);
+  EXPECT_EQ(s.negative, r.neg);
+  EXPECT_EQ(s.positive, r.pos);
+  EXPECT_EQ(s.zero, r.zero);
+  EXPECT_EQ(s.finite, r.finite);
+  if (r.finite) {
+    EXPECT_EQ(s.min, r.mn);
+    EXPECT_EQ(s.max, r.mx);
+    const double avg = static_cast<double>(r.sum / r.finite);
+    EXPECT_NEAR(s.avg(), avg, rel * std::max(1.0, std::fabs(avg)) + 1e-9);
+    const double l2 = std::sqrt(static_cast<double>(r.sq));
+    EXPECT_NEAR(s.l2norm(), l2, rel * l2);
+  }
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed, bool plant_specials) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.5f, 3.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  if (plant_specials && n > 100) {
+    v[3] = NAN;
+    v[17] = INFINITY;
+    v[n - 1] = -INFINITY;
+    v[n / 2] = 0.f;
+    v[n / 3] = -0.f;
+    v[n / 4] = NAN;
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(Stats, Float32WithSpecialsAtEverySize) {
+  for (size_t n : {0, 1, 5, 15, 16, 17, 4095, 4096, 4097, 100003}) {
+    auto v = random_floats(n, static_cast<uint32_t>(n), true);
+    TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {static_cast<int64_t>(n)}});
+    EXPECT_EQ(s.count, n);
+    expect_matches(s, reference(v, [](float x) { return static_cast<double>(x); }), 1e-6);
+  }
+}
+
+TEST(Stats, ParallelEqualsSerial) {
+  auto v = random_floats(3'000'001, 3, true);
+  TensorView view{v.data(), DType::Float32, {3000001}};
+  StatsOptions serial;
+  serial.threads = 1;
+  StatsOptions parallel;
+  parallel.threads = 4;
+  parallel.parallel_threshold_bytes = 1024;
+  TensorStats a = compute_stats(view, serial), b = compute_stats(view, parallel);
+  EXPECT_EQ(a.nan, b.nan);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
+  // Block boundaries differ, so the float-lane rounding differs slightly.
+  EXPECT_NEAR(a.sum, b.sum, 1e-7 * std::fabs(a.sum) + 1e-6);
+  EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-7 * a.sum_sq);
+}
+
+TEST(Stats, AccurateOn100MillionElements) {
+  // Values near 1 make a naive float32 sum drift badly (it stalls at 2^24); ours must not.
+  const size_t n = 100'000'000;
+  std::vector<float> v(n);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> d(0.9f, 1.1f);
+  for (auto& x : v) x = d(rng);
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {static_cast<int64_t>(n)}});
+  long double sum = 0, sq = 0;
+  for (float x : v) {
+    sum += x;
+    sq += static_cast<long double>(x) * x;
+  }
+  EXPECT_NEAR(s.avg(), static_cast<double>(sum / n), 1e-6);
+  EXPECT_NEAR(s.l2norm(), std::sqrt(static_cast<double>(sq)), 1e-6 * std::sqrt(static_cast<double>(sq)));
+}
+
+TEST(Stats, BFloat16AndFloat16) {
+  auto f = random_floats(10007, 5, true);
+  std::vector<uint16_t> bf(f.size()), hf(f.size());
+  for (size_t i = 0; i < f.size(); ++i) {
+    bf[i] = float_to_bf16(f[i]);
+    hf[i] = float_to_half(f[i]);
+  }
+  hf[100] = 0x0001;  // smallest subnormal
+  hf[101] = 0x8400;  // -smallest normal
+  hf[102] = 0x7bff;  // 65504
+  TensorStats sb = compute_stats(TensorView{bf.data(), DType::BFloat16, {10007}});
+  expect_matches(sb, reference(bf, [](uint16_t x) { return static_cast<double>(bf16_to_float(x)); }), 1e-6);
+  TensorStats sh = compute_stats(TensorView{hf.data(), DType::Float16, {10007}});
+  expect_matches(sh, reference(hf, [](uint16_t x) { return static_cast<double>(half_to_float(x)); }), 1e-6);
+  EXPECT_EQ(sh.max, 65504.0);
+}
+
+TEST(Stats, HalfConversionIsExactForEveryValue) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = half_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(float_to_half(f), h) << h;
+  }
+}
+
+TEST(Stats, Float64) {
+  std::vector<double> v = {1.5, -2.25, NAN, INFINITY, 0.0, 1e150, -1e-300};
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Float64, {7}});
+  expect_matches(s, reference(v, [](double x) { return x; }), 1e-12);
+}
+
+TEST(Stats, IntegersAreExact) {
+  std::vector<int64_t> v = {INT64_MIN, -5, 0, 7, INT64_MAX, 0};
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Int64, {6}});
+  EXPECT_EQ(s.cell(StatCategory::Max, DType::Int64), "9223372036854775807");
+  EXPECT_EQ(s.cell(StatCategory::Min, DType::Int64), "-9223372036854775808");
+  EXPECT_EQ(s.zero, 2u);
+  EXPECT_EQ(s.negative, 2u);
+  EXPECT_EQ(s.positive, 2u);
+  std::vector<uint64_t> u = {UINT64_MAX, 3};
+  TensorStats su = compute_stats(TensorView{u.data(), DType::UInt64, {2}});
+  EXPECT_EQ(su.cell(StatCategory::Max, DType::UInt64), "18446744073709551615");
+  std::vector<int8_t> small = {-128, 127, 1, 0};
+  TensorStats s8 = compute_stats(TensorView{small.data(), DType::Int8, {4}});
+  EXPECT_EQ(s8.avg(), 0.0);
+  EXPECT_EQ(s8.cell(StatCategory::Min, DType::Int8), "-128");
+  std::vector<uint8_t> b = {1, 0, 1, 1};
+  TensorStats sb = compute_stats(TensorView{b.data(), DType::Bool, {4}});
+  EXPECT_EQ(sb.cell(StatCategory::Max, DType::Bool), "1");
+  EXPECT_EQ(sb.avg(), 0.75);
+}
+
+TEST(Stats, ComplexUsesMagnitude) {
+  std::vector<std::complex<float>> v = {{3, 4}, {0, 0}, {NAN, 1}, {INFINITY, 0}};
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Complex64, {4}});
+  EXPECT_EQ(s.max, 5.0);
+  EXPECT_EQ(s.min, 0.0);
+  EXPECT_EQ(s.nan, 1u);
+  EXPECT_EQ(s.pos_inf, 1u);
+  EXPECT_EQ(s.zero, 1u);
+  EXPECT_EQ(s.l2norm(), 5.0);
+}
+
+TEST(Stats, AllNonFiniteGivesNull) {
+  std::vector<float> v = {NAN, INFINITY, -INFINITY};
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {3}});
+  for (auto c : {StatCategory::Max, StatCategory::Min, StatCategory::Avg, StatCategory::L2Norm})
+    EXPECT_EQ(s.cell(c, DType::Float32), "null");
+  EXPECT_EQ(s.cell(StatCategory::NanCount, DType::Float32), "1");
+  TensorStats empty = compute_stats(TensorView{v.data(), DType::Float32, {0}});
+  EXPECT_EQ(empty.cell(StatCategory::Max, DType::Float32), "null");
+  EXPECT_EQ(empty.cell(StatCategory::Count, DType::Float32), "0");
+}
+
+TEST(Stats, CellsAreShortestRoundTrip) {
+  std::vector<float> v = {0.1f, -0.3f};
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {2}});
+  EXPECT_EQ(s.cell(StatCategory::Max, DType::Float32), "0.1");
+  EXPECT_EQ(s.cell(StatCategory::Min, DType::Float32), "-0.3");
+}
+
+TEST(Stats, Hashes) {
+  EXPECT_EQ(md5_hex("abc", 3), "900150983cd24fb0d6963f7d28e17f72");
+  EXPECT_EQ(xxhash_hex("", 0).size(), 16u);
+  std::vector<float> v = {1, 2, 3};
+  StatsOptions o;
+  o.md5 = o.xxhash = true;
+  TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {3}}, o);
+  EXPECT_EQ(s.md5, md5_hex(v.data(), 12));
+  EXPECT_EQ(s.xxhash, xxhash_hex(v.data(), 12));
+}
+
+TEST(Stats, CategoryKeysAndLabels) {
+  EXPECT_EQ(stat_category_from_key("negative zero count"), StatCategory::NegativeZeroCount);
+  EXPECT_EQ(stat_category_label(StatCategory::L2Norm), "L2Norm Value");
+  EXPECT_FALSE(stat_category_from_key("median").has_value());
+}

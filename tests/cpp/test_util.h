@@ -1,0 +1,52 @@
+// Helpers shared by the C++ tests.
+#pragma once
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace opdump::test {
+
+// A fresh folder under /tmp, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/opdump-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Every regular file below a folder (relative paths, sorted).
+inline std::vector<std::string> list_files(const std::string& root) {
+  std::vector<std::string> out;
+  for (auto& e : std::filesystem::recursive_directory_iterator(root))
+    if (e.is_regular_file()) out.push_back(std::filesystem::relative(e.path(), root).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace opdump::test
