@@ -1,0 +1,125 @@
+"""The CLI end to end: config check, convert (bin -> npy, npy -> txt), error handling."""
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+SEEDS = pathlib.Path(__file__).resolve().parents[1] / "data" / "configs" / "seeds"
+
+
+# ---- a bin writer written from the format description, independent of opdump's ------------
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def field(num, wire, payload):
+    key = varint((num << 3) | wire)
+    if wire == 0:
+        return key + varint(payload)
+    return key + varint(len(payload)) + payload
+
+
+BIN_TYPES = {np.float32: 1, np.float16: 2, np.int8: 3, np.int32: 7, np.int64: 8, np.float64: 12}
+
+
+def tensor_msg(a, fmt=2, size_field=5):
+    shape = b"".join(field(1, 0, d) for d in a.shape)
+    return (field(1, 0, BIN_TYPES[a.dtype.type]) + field(2, 0, fmt) + field(3, 2, shape) +
+            field(size_field, 0, a.nbytes))
+
+
+def write_bin(path, inputs, outputs, op_name="Default/Conv2D-op12"):
+    header = field(1, 2, b"2.0") + field(2, 0, 1623124369613540)
+    header += b"".join(field(3, 2, tensor_msg(o, size_field=6)) for o in outputs)
+    header += b"".join(field(4, 2, tensor_msg(i, size_field=5)) for i in inputs)
+    header += field(6, 2, op_name.encode())
+    header += field(77, 0, 5)  # a field from a newer toolkit: skipped
+    data = b"".join(t.tobytes() for t in inputs) + b"".join(t.tobytes() for t in outputs)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+
+
+# ---- config check ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["seed001_sync.json", "seed001_async.json", "seed002_model_dump.json",
+                                  "seed002_single_op_model.json", "seed004_watcher.json", "seed000_session.json"])
+def test_config_check_accepts_the_seeds(run, name):
+    proc = run("config", "check", SEEDS / name, "--json", check=0)
+    assert '"dialect"' in proc.stdout
+
+
+def test_config_check_rejects_with_location(run):
+    proc = run("config", "check", SEEDS / "seed003_ir_mapping_as_printed.json", check=1)
+    assert "line 5, column" in proc.stderr
+
+
+def test_config_check_missing_file(run, tmp_path):
+    proc = run("config", "check", tmp_path / "nope.json", check=1)
+    assert "nope.json" in proc.stderr
+
+
+def test_usage_errors_exit_2(run):
+    assert run("convert").returncode == 2
+    assert run("no-such-command").returncode == 2
+
+
+# ---- convert --------------------------------------------------------------------------------
+
+def test_convert_bin_to_npy(tmp_path, run):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((5, 3, 3, 3)).astype(np.float16)
+    y = rng.integers(-9, 9, (2, 5)).astype(np.int64)
+    name = "Conv2D.Default_network-WithLossCell__backbone-AlexNet_conv3-Conv2d_Conv2D-op12.2.7.161243956333802"
+    (tmp_path / "dump").mkdir()
+    write_bin(tmp_path / "dump" / name, [x, w], [y])
+    run("convert", tmp_path / "dump", "-o", tmp_path / "out", check=0)
+    got = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert got == sorted([f"{name}.input.0.2x3x4x4.npy", f"{name}.input.1.5x3x3x3.npy", f"{name}.output.0.2x5.npy"])
+    assert np.array_equal(np.load(tmp_path / "out" / f"{name}.input.0.2x3x4x4.npy"), x)
+    assert np.array_equal(np.load(tmp_path / "out" / f"{name}.input.1.5x3x3x3.npy"), w)
+    assert np.array_equal(np.load(tmp_path / "out" / f"{name}.output.0.2x5.npy"), y)
+
+
+def test_convert_npy_to_txt_like_numpy_savetxt(tmp_path, run):
+    a = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    (tmp_path / "in").mkdir()
+    np.save(tmp_path / "in" / "Pooling.pool1.1147.1589195081588018.output.0.npy", a)
+    run("convert", tmp_path / "in", "-o", tmp_path / "out", check=0)
+    txt = tmp_path / "out" / "Pooling.pool1.1147.1589195081588018.output.0.txt"
+    np.savetxt(tmp_path / "ref.txt", a.flatten())
+    assert txt.read_text() == (tmp_path / "ref.txt").read_text()
+    assert np.array_equal(np.loadtxt(txt, dtype=np.float32), a.flatten())
+
+
+def test_truncated_bin_is_reported_and_nothing_half_written(tmp_path, run):
+    x = np.ones((64,), np.float32)
+    (tmp_path / "dump").mkdir()
+    write_bin(tmp_path / "dump" / "Add.op.1.0.5", [x], [x])
+    good = (tmp_path / "dump" / "Add.op.1.0.5").read_bytes()
+    (tmp_path / "dump" / "Add.op.1.0.5").write_bytes(good[:-10])
+    # A truncated file no longer looks like a bin: nothing to convert, exit 1.
+    proc = run("convert", tmp_path / "dump", "-o", tmp_path / "out")
+    assert proc.returncode == 1
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_malformed_npy_names_the_file(tmp_path, run):
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'")
+    proc = run("stats", tmp_path / "bad.npy", check=1)
+    assert "bad.npy" in proc.stderr and "truncated" in proc.stderr
+
+
+def test_stats_of_a_bin_file(tmp_path, run):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    write_bin(tmp_path / "MatMul.op.0.0.1", [x], [x * 2])
+    proc = run("stats", tmp_path / "MatMul.op.0.0.1", check=0)
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 3
+    assert "22" in lines[2]  # max of the output
