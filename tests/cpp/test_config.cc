@@ -178,6 +178,8 @@ struct BadConfig {
   const char* contains;  // expected in the message
 };
 
+void PrintTo(const BadConfig& b, std::ostream* os) { *os << b.name; }
+
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
 
 TEST_P(MalformedConfig, IsRejectedWithAClearError) {

@@ -115,6 +115,23 @@ TEST(Stats, AccurateOn100MillionElements) {
   EXPECT_NEAR(s.l2norm(), std::sqrt(static_cast<double>(sq)), 1e-6 * std::sqrt(static_cast<double>(sq)));
 }
 
+TEST(Stats, AccurateOn100MillionBFloat16Elements) {
+  const size_t n = 100'000'000;
+  std::vector<uint16_t> v(n);
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> d(-1.0f, 3.0f);
+  for (auto& x : v) x = float_to_bf16(d(rng));
+  TensorStats s = compute_stats(TensorView{v.data(), DType::BFloat16, {static_cast<int64_t>(n)}});
+  long double sum = 0, sq = 0;
+  for (uint16_t b : v) {
+    const long double x = bf16_to_float(b);
+    sum += x;
+    sq += x * x;
+  }
+  EXPECT_NEAR(s.avg(), static_cast<double>(sum / n), 1e-6);
+  EXPECT_NEAR(s.l2norm(), std::sqrt(static_cast<double>(sq)), 1e-6 * std::sqrt(static_cast<double>(sq)));
+}
+
 TEST(Stats, BFloat16AndFloat16) {
   auto f = random_floats(10007, 5, true);
   std::vector<uint16_t> bf(f.size()), hf(f.size());

@@ -214,22 +214,16 @@ std::string ascend_bin_header(const std::string& op_name, uint64_t dump_time_us,
   msg.set_version("2.0");
   msg.set_dump_time(dump_time_us);
   msg.set_op_name(op_name);
-  for (const auto& t : inputs) {
-    auto* in = msg.add_input();
-    in->set_data_type(bin_data_type_of(t.view.dtype));
-    in->set_format(t.format);
-    fill_shape(in->mutable_shape(), t.view.shape);
-    if (!t.original_shape.empty()) fill_shape(in->mutable_original_shape(), t.original_shape);
-    in->set_size(t.view.nbytes());
-  }
-  for (const auto& t : outputs) {
-    auto* out = msg.add_output();
-    out->set_data_type(bin_data_type_of(t.view.dtype));
-    out->set_format(t.format);
-    fill_shape(out->mutable_shape(), t.view.shape);
-    if (!t.original_shape.empty()) fill_shape(out->mutable_original_shape(), t.original_shape);
-    out->set_size(t.view.nbytes());
-  }
+  // OpInput and OpOutput have the same setters for these fields.
+  auto fill = [](auto* m, const BinWriteTensor& t) {
+    m->set_data_type(bin_data_type_of(t.view.dtype));
+    m->set_format(t.format);
+    fill_shape(m->mutable_shape(), t.view.shape);
+    if (!t.original_shape.empty()) fill_shape(m->mutable_original_shape(), t.original_shape);
+    m->set_size(t.view.nbytes());
+  };
+  for (const auto& t : inputs) fill(msg.add_input(), t);
+  for (const auto& t : outputs) fill(msg.add_output(), t);
   std::string body;
   msg.SerializeToString(&body);
   uint64_t len = body.size();
