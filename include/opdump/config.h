@@ -75,7 +75,7 @@ struct DumpConfig {
   bool skip_no_compute_ops = true;
   bool check_fp16_range = false;
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
-  unsigned writer_threads = 2;
+  unsigned writer_threads = 0;  // 0: half the cores, 1 to 4
 
   std::string original_text;          // the config as given (for .dump_metadata)
   std::vector<std::string> warnings;  // unknown keys and similar

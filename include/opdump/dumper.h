@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,9 +33,13 @@ struct OpRecord {
 };
 
 // A tensor handed to the Dumper: contiguous bytes described by `view`, kept alive by `owner`.
+// An adapter that computed the statistics itself (on the device, or once for a tensor seen
+// again) sets `precomputed`; it is called on a writer thread after owner->wait_ready(), and
+// view.data may then be null (no tensor file is written for such a tensor).
 struct DumpTensor {
   TensorView view;
   std::shared_ptr<const Buffer> owner;
+  std::function<TensorStats()> precomputed;
 };
 
 struct DumpCounters {
@@ -72,8 +77,13 @@ class Dumper {
   void dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs,
                const std::vector<DumpTensor>& outputs);
 
+  // seed 001's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
+  void write_kernel_args(const OpRecord& op, std::string json);
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);
+
+  // md5/xxhash as the config's statistic_category asks.
+  StatsOptions stats_options() const;
 
   AsyncWriter& writer() { return *writer_; }
   DumpCounters counters() const;
@@ -89,8 +99,19 @@ class Dumper {
   void dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
                        const std::vector<DumpTensor>& tensors);
 
+  // Statistics rows whose values the adapter already computed are batched: one writer task
+  // and one write() per batch instead of one per tensor.
+  struct PendingRow {
+    std::string folder;
+    StatisticRow row;
+    DumpTensor tensor;
+  };
+  void flush_pending_rows();
+
   DumpConfig config_;
   DumperOptions options_;
+  std::mutex pending_mutex_;
+  std::vector<PendingRow> pending_rows_;
   KernelFilter kernels_;
   std::vector<std::pair<std::string, KernelFilter>> model_layers_;  // acl dump_list by model_name
   std::string run_root_;
@@ -100,6 +121,7 @@ class Dumper {
   NameMapper names_;
   mutable std::mutex folders_mutex_;
   std::vector<std::string> folders_made_;
+  bool root_lost_reported_ = false;
   std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0};
   bool finalized_ = false;
   WriterReport final_report_;

@@ -35,6 +35,8 @@ class StatisticCsvWriter {
   ~StatisticCsvWriter();
   // Throws IoError when the row cannot be written whole (the file is left as it was).
   void append(const std::string& dir, const StatisticRow& row);
+  // Several whole rows in one write() (all or none of them land).
+  void append_rows(const std::string& dir, const std::vector<StatisticRow>& rows);
   void close_all();
 
  private:

@@ -74,6 +74,8 @@ class AsyncWriter {
   // Marks tensor writing as failed (used by tasks that write their own files).
   void record_lost(uint64_t files, uint64_t bytes, const std::string& error);
   void record_written(uint64_t files, uint64_t bytes);
+  // Notes a problem for the report without stopping anything (e.g. a folder deleted mid-run).
+  void record_problem(const std::string& error);
   bool tensor_writes_stopped() const { return stopped_.load(std::memory_order_relaxed); }
 
   void drain();  // waits until everything queued so far is done

@@ -246,7 +246,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"session_no_path", "{\"enable_dump\": true}", "dump_path", "required"},
         BadConfig{"session_step", "{\"enable_dump\": true, \"dump_path\": \"/o\", \"dump_step\": \"a\"}", "dump_step", "contains 'a'"},
         BadConfig{"opdump_level", "{\"dump\": {}, \"opdump\": {\"level\": \"op\"}}", "opdump.level", "\"api\", \"kernel\", \"all\""},
-        BadConfig{"opdump_threads", "{\"dump\": {}, \"opdump\": {\"writer_threads\": 0}}", "opdump.writer_threads", "1 to 64"}),
+        BadConfig{"opdump_threads", "{\"dump\": {}, \"opdump\": {\"writer_threads\": 65}}", "opdump.writer_threads", "0 to 64"}),
     [](const ::testing::TestParamInfo<BadConfig>& info) { return std::string(info.param.name); });
 
 TEST(ConfigLimits, HugeConfigIsRejectedBeforeParsing) {

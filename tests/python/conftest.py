@@ -34,3 +34,52 @@ def run(opdump_bin):
         return proc
 
     return _run
+
+
+WORKLOAD = pathlib.Path(__file__).with_name("torch_workload.py")
+PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture
+def workload(tmp_path):
+    """Runs torch_workload.py in a fresh process; returns its result dict.
+
+    config: a dict written as the dump config (None: no dump)."""
+    import json
+
+    counter = [0]
+
+    def _run(model="small", steps=3, config=None, extra=(), env=None, check=True):
+        counter[0] += 1
+        result = tmp_path / f"result{counter[0]}.json"
+        cmd = [PYTHON, str(WORKLOAD), "--model", model, "--steps", str(steps), "--result", str(result), *extra]
+        if config is not None:
+            cfg = tmp_path / f"config{counter[0]}.json"
+            cfg.write_text(json.dumps(config))
+            cmd += ["--config", str(cfg)]
+        full_env = dict(os.environ)
+        full_env["OPDUMP_PYTHONPATH"] = str(BUILD / "python")
+        full_env["PYTHONPATH"] = str(BUILD / "python")
+        full_env.update(env or {})
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=600)
+        if check:
+            assert proc.returncode == 0, proc.stderr
+            data = json.loads(result.read_text())
+            data["stderr"] = proc.stderr
+            return data
+        return proc
+
+    return _run
+
+
+def ms_config(path, iteration="all", saved_data="tensor", **extra):
+    """A MindSpore-dialect synchronous dump config."""
+    common = {"dump_mode": 0, "path": str(path), "net_name": "net", "iteration": iteration,
+              "saved_data": saved_data, "input_output": 0, "kernels": [], "support_device": [0, 1, 2, 3]}
+    common.update(extra.pop("common", {}))
+    e2e = {"enable": True}
+    e2e.update(extra.pop("e2e", {}))
+    cfg = {"common_dump_settings": common, "e2e_dump_settings": e2e}
+    if extra:
+        cfg["opdump"] = extra
+    return cfg

@@ -110,14 +110,16 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   auto it = doc.find("opdump");
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
-           {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "net_name"});
+           {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "net_name",
+            "save_kernel_args"});
   if (auto v = f.choice("level", {"api", "kernel", "all"}))
     c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
   if (auto v = f.boolean("skip_no_compute_ops")) c.skip_no_compute_ops = *v;
   if (auto v = f.boolean("check_fp16_range")) c.check_fp16_range = *v;
   if (auto v = f.integer("max_inflight_mb", 1, 1 << 20)) c.max_inflight_bytes = static_cast<uint64_t>(*v) << 20;
-  if (auto v = f.integer("writer_threads", 1, 64)) c.writer_threads = static_cast<unsigned>(*v);
+  if (auto v = f.integer("writer_threads", 0, 64)) c.writer_threads = static_cast<unsigned>(*v);
   if (auto v = f.string("net_name")) c.net_name = *v;
+  if (auto v = f.boolean("save_kernel_args")) c.save_kernel_args = *v;
   f.warn_unknown(&c.warnings);
 }
 

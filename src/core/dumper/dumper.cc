@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <thread>
 
 #include "opdump/error.h"
 #include "opdump/log.h"
@@ -13,6 +14,8 @@
 
 namespace opdump {
 namespace {
+
+constexpr size_t kRowBatch = 256;
 
 // A window into bytes someone else keeps alive.
 class ViewBuffer final : public Buffer {
@@ -55,7 +58,9 @@ Dumper::Dumper(DumpConfig config, DumperOptions options) : config_(std::move(con
     run_root_ = join_path(config_.dump_path, "rank_" + std::to_string(options_.rank));
   make_dirs(run_root_);
   if (config_.layout == Layout::MindSporeSync) write_text(".dump_metadata/data_dump.json", config_.original_text);
-  writer_ = std::make_unique<AsyncWriter>(WriterOptions{config_.writer_threads, config_.max_inflight_bytes});
+  unsigned threads = config_.writer_threads;
+  if (threads == 0) threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency() / 2));
+  writer_ = std::make_unique<AsyncWriter>(WriterOptions{threads, config_.max_inflight_bytes});
   statistics_ = std::make_unique<StatisticCsvWriter>(config_.stat_categories);
 }
 
@@ -102,6 +107,11 @@ std::string Dumper::op_folder(const OpRecord& op) {
   }
   std::lock_guard<std::mutex> lock(folders_mutex_);
   if (std::find(folders_made_.begin(), folders_made_.end(), folder) == folders_made_.end()) {
+    if (::access(run_root_.c_str(), F_OK) != 0 && !root_lost_reported_) {
+      root_lost_reported_ = true;
+      writer_->record_problem("the dump folder " + run_root_ +
+                              " was deleted while dumping; it is created again, files written before are gone");
+    }
     make_dirs(folder);
     folders_made_.push_back(folder);
   }
@@ -132,6 +142,7 @@ void Dumper::dump_tensor_files(const OpRecord& op, const std::string& folder, Io
                                const std::vector<DumpTensor>& tensors) {
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
+    if (!t.view.data && t.view.nbytes() != 0) continue;  // statistics only
     const std::string path = folder + "/" + names_.map(folder, mindspore_file_name(op.id, io, static_cast<uint32_t>(slot)));
     std::string header = npy_header(npy_storage_dtype(t.view.dtype), t.view.shape);
     const uint64_t bytes = t.view.nbytes();
@@ -191,33 +202,87 @@ void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::
   });
 }
 
+StatsOptions Dumper::stats_options() const {
+  const auto& cats = config_.stat_categories;
+  StatsOptions so;
+  so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
+  so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+  so.threads = 1;  // writer threads already run in parallel
+  return so;
+}
+
 void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
                              const std::vector<DumpTensor>& tensors) {
-  const bool md5 = std::find(config_.stat_categories.begin(), config_.stat_categories.end(), StatCategory::Md5) !=
-                   config_.stat_categories.end();
-  const bool xxh = std::find(config_.stat_categories.begin(), config_.stat_categories.end(), StatCategory::XxHash) !=
-                   config_.stat_categories.end();
+  const StatsOptions so = stats_options();
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
-    const uint64_t bytes = t.view.nbytes();
-    writer_->run(bytes, [this, folder, op, io, slot, t, md5, xxh, bytes] {
-      t.owner->wait_ready();
-      StatisticRow row;
-      row.op = op.id;
-      row.io = io;
-      row.slot = static_cast<uint32_t>(slot);
-      row.data_size = bytes;
-      row.dtype = t.view.dtype;
-      row.shape = t.view.shape;
-      StatsOptions so;
-      so.md5 = md5;
-      so.xxhash = xxh;
-      so.threads = 1;  // writer threads already run in parallel
-      row.stats = compute_stats(t.view, so);
-      statistics_->append(folder, row);
-      stat_rows_.fetch_add(1, std::memory_order_relaxed);
-    });
+    StatisticRow row;
+    row.op = op.id;
+    row.io = io;
+    row.slot = static_cast<uint32_t>(slot);
+    row.data_size = t.view.nbytes();
+    row.dtype = t.view.dtype;
+    row.shape = t.view.shape;
+    if (t.precomputed) {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      pending_rows_.push_back(PendingRow{folder, std::move(row), t});
+      if (pending_rows_.size() < kRowBatch) continue;
+    } else {
+      writer_->run(t.view.nbytes(), [this, folder, row = std::move(row), t, so]() mutable {
+        if (t.owner) t.owner->wait_ready();
+        row.stats = compute_stats(t.view, so);
+        statistics_->append(folder, row);
+        stat_rows_.fetch_add(1, std::memory_order_relaxed);
+      });
+      continue;
+    }
+    flush_pending_rows();
   }
+}
+
+void Dumper::flush_pending_rows() {
+  auto batch = std::make_shared<std::vector<PendingRow>>();
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    if (pending_rows_.empty()) return;
+    batch->swap(pending_rows_);
+  }
+  writer_->run(64 * batch->size(), [this, batch] {
+    // Rows of one folder go out in one write(), in the order they were dumped.
+    std::string folder;
+    std::vector<StatisticRow> rows;
+    auto flush = [&] {
+      if (rows.empty()) return;
+      statistics_->append_rows(folder, rows);
+      stat_rows_.fetch_add(rows.size(), std::memory_order_relaxed);
+      rows.clear();
+    };
+    for (auto& p : *batch) {
+      if (p.folder != folder) {
+        flush();
+        folder = p.folder;
+      }
+      if (p.tensor.owner) p.tensor.owner->wait_ready();
+      p.row.stats = p.tensor.precomputed();
+      rows.push_back(std::move(p.row));
+    }
+    flush();
+  });
+}
+
+void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
+  const std::string folder = op_folder(op);
+  const std::string path =
+      folder + "/" + names_.map(folder, sanitize_name(op.id.op_type) + "." + sanitize_name(op.id.op_name) + ".json");
+  const uint64_t bytes = json.size();
+  writer_->run(bytes, [this, path, json = std::move(json), bytes] {
+    try {
+      write_file_atomic(path, json.data(), json.size(), nullptr, 0);
+      writer_->record_written(1, bytes);
+    } catch (const Error& e) {
+      writer_->record_lost(1, bytes, e.what());
+    }
+  });
 }
 
 void Dumper::write_text(const std::string& relative_path, const std::string& text) {
@@ -232,6 +297,7 @@ DumpCounters Dumper::counters() const {
 
 WriterReport Dumper::finalize() {
   if (finalized_) return final_report_;
+  flush_pending_rows();
   writer_->drain();
   statistics_->close_all();
   finalized_ = true;

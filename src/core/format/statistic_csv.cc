@@ -83,9 +83,12 @@ void append_whole(int fd, const std::string& path, const std::string& text) {
 
 }  // namespace
 
-void StatisticCsvWriter::append(const std::string& dir, const StatisticRow& row) {
+void StatisticCsvWriter::append(const std::string& dir, const StatisticRow& row) { append_rows(dir, {row}); }
+
+void StatisticCsvWriter::append_rows(const std::string& dir, const std::vector<StatisticRow>& rows) {
   File& f = file_for(dir);
-  const std::string text = statistic_csv_row(row, categories_);
+  std::string text;
+  for (const auto& row : rows) text += statistic_csv_row(row, categories_);
   std::lock_guard<std::mutex> lock(f.mutex);
   if (f.fd < 0) {
     f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);

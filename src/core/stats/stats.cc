@@ -7,6 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "opdump/error.h"
@@ -169,6 +173,62 @@ std::string xxhash_hex(const void* data, size_t size) {
   return fmt::format("{:016x}", static_cast<unsigned long long>(XXH3_64bits(data, size)));
 }
 
+namespace {
+
+// Helper threads for splitting one large tensor, started once and kept: spawning threads per
+// call would cost more than the work for tensors of a few MB.
+class StatsPool {
+ public:
+  static StatsPool& instance() {
+    static StatsPool* pool = new StatsPool();  // never destroyed: usable during exit
+    return *pool;
+  }
+  // Runs jobs[1..] on helpers and jobs[0] on the caller; returns when all are done.
+  void run(std::vector<std::function<void()>>& jobs) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ensure_threads(jobs.size() - 1);
+    pending_ = jobs.size() - 1;
+    for (size_t i = 1; i < jobs.size(); ++i) queue_.push_back(&jobs[i]);
+    lock.unlock();
+    has_work_.notify_all();
+    jobs[0]();
+    lock.lock();
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+
+ private:
+  void ensure_threads(size_t n) {
+    while (threads_.size() < n) {
+      threads_.emplace_back([this] {
+        std::unique_lock<std::mutex> lock(mutex_);
+        while (true) {
+          has_work_.wait(lock, [&] { return !queue_.empty(); });
+          std::function<void()>* job = queue_.front();
+          queue_.pop_front();
+          lock.unlock();
+          (*job)();
+          lock.lock();
+          if (--pending_ == 0) done_.notify_all();
+        }
+      });
+      threads_.back().detach();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable has_work_, done_;
+  std::deque<std::function<void()>*> queue_;
+  size_t pending_ = 0;
+  std::vector<std::thread> threads_;
+  std::mutex run_mutex_;
+};
+
+std::mutex& pool_user_mutex() {
+  static std::mutex m;  // one large tensor at a time uses the helpers
+  return m;
+}
+
+}  // namespace
+
 TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   const uint64_t n = view.numel();
   const size_t bytes = n * dtype_size(view.dtype);
@@ -180,14 +240,18 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   } else {
     threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));
     std::vector<detail::StatsPartial> parts(threads);
-    std::vector<std::thread> workers;
+    std::vector<std::function<void()>> jobs;
     const uint64_t per = (n / threads + 63) / 64 * 64;
-    for (unsigned t = 1; t < threads; ++t) {
+    for (unsigned t = 0; t < threads; ++t) {
       const uint64_t b = std::min<uint64_t>(n, per * t), e = std::min<uint64_t>(n, per * (t + 1));
-      workers.emplace_back([&, b, e, t] { kernel(view.data, b, e, view.dtype, &parts[t]); });
+      jobs.emplace_back([&, b, e, t] { kernel(view.data, b, e, view.dtype, &parts[t]); });
     }
-    kernel(view.data, 0, std::min<uint64_t>(n, per), view.dtype, &parts[0]);
-    for (auto& w : workers) w.join();
+    std::unique_lock<std::mutex> busy(pool_user_mutex(), std::try_to_lock);
+    if (busy.owns_lock()) {
+      StatsPool::instance().run(jobs);
+    } else {
+      for (auto& j : jobs) j();  // another tensor is using the helpers: do it here
+    }
     for (const auto& p : parts) detail::merge(total, p, view.dtype);
   }
   TensorStats s;

@@ -70,6 +70,15 @@ void AsyncWriter::record_lost(uint64_t files, uint64_t bytes, const std::string&
   if (first) log_error("tensor writing stopped after a write error; training goes on: " + error);
 }
 
+void AsyncWriter::record_problem(const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++report_.tasks_failed;
+    if (report_.first_error.empty()) report_.first_error = error;
+  }
+  log_error(error);
+}
+
 void AsyncWriter::record_written(uint64_t files, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   report_.files_written += files;

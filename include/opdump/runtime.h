@@ -1,0 +1,109 @@
+// Process-wide dump state shared by the runtime adapters and the public API, independent of
+// any framework: seed 004's lifecycle (init / set_dump / finalize), iteration counting,
+// registered models and the module scopes that name operators.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "opdump/dumper.h"
+
+namespace opdump {
+
+// What an adapter (e.g. the PyTorch observer) learns from the runtime.
+class RuntimeListener {
+ public:
+  virtual ~RuntimeListener() = default;
+  // Dumping turned on or off (a selected iteration began or ended, a config was set or finalized).
+  virtual void on_activity(bool dumping) = 0;
+  // A new iteration began (per-iteration counters restart).
+  virtual void on_iteration(uint64_t iteration) {}
+};
+
+struct ModelInfo {
+  std::string name;
+  uint64_t id = 0;
+  uint64_t generation = 0;  // set_dump generation in force when the model was registered
+};
+
+class Runtime {
+ public:
+  // The singleton. It is never destroyed (finalize() runs from atexit handlers instead), so
+  // that forked children and late static destructors never touch a dead writer.
+  static Runtime& instance();
+
+  // seed 004: init(config path, or "" for none) once per process.
+  void init(const std::string& config_path);
+  bool initialized() const;
+  void init_dump();
+  // Loads a config; it applies to models registered afterwards (and to ops outside models at
+  // once). A second call replaces the first.
+  void set_dump(const std::string& config_path);
+  void set_dump_config(DumpConfig config);
+  // Drains and closes the current dump; returns what was written and lost.
+  WriterReport finalize_dump();
+  void finalize();
+
+  // Iterations: step() ends the current one.
+  void step();
+  uint64_t iteration() const { return iteration_.load(std::memory_order_relaxed); }
+  // True while a dump is configured, the current iteration is selected and no error stopped it.
+  bool dumping() const { return dumping_.load(std::memory_order_relaxed); }
+  std::shared_ptr<Dumper> dumper() const;
+  // Turns dumping off after an internal error (the user's program goes on).
+  void disable_after_error(const std::string& what);
+
+  // Models (TorchScript loads, register_model): returns the model id.
+  uint64_t register_model(const std::string& name);
+  bool model_enabled(const std::string& name) const;  // registered after the current set_dump
+  const ModelInfo* find_model(const std::string& name) const;
+
+  // Process identity for the layouts and the support_device filter.
+  void set_rank(uint32_t rank, uint32_t device_id);
+  uint32_t rank() const { return rank_; }
+  uint32_t device_id() const { return device_id_; }
+
+  void add_listener(RuntimeListener* listener);
+  void remove_listener(RuntimeListener* listener);
+
+ private:
+  Runtime() = default;
+  void update_activity();
+  void notify_iteration(uint64_t it);
+
+  mutable std::mutex mutex_;
+  bool initialized_ = false;
+  std::shared_ptr<Dumper> dumper_;
+  uint64_t generation_ = 0;
+  std::vector<ModelInfo> models_;
+  std::vector<RuntimeListener*> listeners_;
+  std::atomic<uint64_t> iteration_{0};
+  std::atomic<bool> dumping_{false};
+  std::atomic<bool> broken_{false};
+  uint32_t rank_ = 0, device_id_ = 0;
+};
+
+// Module scopes of the calling thread: the "Default/net-Net/conv1-Conv2d" prefix of op names.
+namespace scopes {
+void push(const std::string& element);
+void pop();
+// Truncates the stack to `depth` elements (recovery after an exception skipped pops).
+void truncate(size_t depth);
+size_t depth();
+// "Default/elem1/elem2"
+const std::string& path();
+// The model the calling thread is running ("" outside any registered model).
+void enter_model(const std::string& name);
+void exit_model();
+const std::string& current_model();
+// MindSpore dump_mode 2: ops run inside something marked with set_dump.
+void push_mark(bool marked);
+void pop_mark();
+bool marked();
+}  // namespace scopes
+
+}  // namespace opdump

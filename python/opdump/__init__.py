@@ -1,0 +1,161 @@
+"""opdump: operator-level dump of PyTorch training and inference.
+
+    import opdump
+    opdump.set_dump("acl.json")            # any dialect: acl.json, MindSpore, session options
+    model = opdump.register_model(model, "resnet")   # names ops by module path, selects by dump_list
+    opdump.hook_optimizer(optimizer)       # each optimizer.step() ends an iteration (or call opdump.step())
+    ...train...
+    opdump.finalize()                      # drains the writer; returns what was written and lost
+
+Setting OPDUMP_CONFIG (or MINDSPORE_DUMP_CONFIG) to a config file turns dumping on at import.
+"""
+import atexit
+import os
+import weakref
+
+from . import _opdump
+from ._opdump import ConfigError, OpdumpError  # noqa: F401
+
+__all__ = ["init", "init_dump", "set_dump", "finalize_dump", "finalize", "step", "iteration", "register_model",
+           "hook_optimizer", "dumping", "dump_root", "ConfigError", "OpdumpError"]
+
+
+def _detect_rank():
+    """Rank and device of this process: torch.distributed when initialized, else RANK/LOCAL_RANK."""
+    rank = device = None
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            rank = dist.get_rank()
+    except Exception:  # torch.distributed missing or not usable: fall back to the environment
+        pass
+    if rank is None:
+        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
+    device = int(os.environ.get("LOCAL_RANK", rank))
+    return rank, device
+
+
+def init(config=None):
+    """seed 004's init: once per process; `config` is a config file path or None."""
+    rank, device = _detect_rank()
+    _opdump.set_rank(rank, device)
+    _opdump.init(os.fspath(config) if config else "")
+
+
+def init_dump():
+    _opdump.init_dump()
+
+
+def set_dump(target, enabled=True):
+    """set_dump(path): load a dump config (replaces any earlier one).
+
+    set_dump(module, enabled=True): MindSpore's set_dump, for dump_mode 2: only ops run inside
+    marked modules are dumped."""
+    if hasattr(target, "register_forward_pre_hook"):
+        _mark_module(target, enabled)
+        return
+    rank, device = _detect_rank()
+    _opdump.set_rank(rank, device)
+    _opdump.set_dump(os.fspath(target))
+
+
+def finalize_dump():
+    """Drains and closes the current dump; returns a dict of what was written and lost."""
+    return _opdump.finalize_dump()
+
+
+def finalize():
+    _opdump.finalize()
+
+
+def step():
+    """Ends the current iteration."""
+    _opdump.step()
+
+
+def iteration():
+    return _opdump.iteration()
+
+
+def dumping():
+    """True while the current iteration is being dumped."""
+    return _opdump.dumping()
+
+
+def dump_root():
+    """The folder this process dumps into ({path}/rank_N or {dump_path}/{time}/{device})."""
+    return _opdump.dump_root()
+
+
+def hook_optimizer(optimizer):
+    """Counts iterations by optimizer.step(): each call ends one."""
+    original = optimizer.step
+
+    def step_and_count(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _opdump.step()
+
+    optimizer.step = step_and_count
+    return optimizer
+
+
+def _scope_hooks(module, element, model_name=None):
+    def pre(mod, inputs):
+        if model_name is not None:
+            mod.__opdump_depth = _opdump.scope_depth()
+            _opdump.enter_model(model_name)
+        _opdump.push_scope(element)
+
+    def post(mod, inputs, output):
+        if model_name is not None:
+            _opdump.truncate_scope(getattr(mod, "__opdump_depth", 0))
+            _opdump.exit_model()
+        else:
+            _opdump.pop_scope()
+
+    return module.register_forward_pre_hook(pre), module.register_forward_hook(post)
+
+
+def register_model(module, name):
+    """Registers `module` as model `name`: its ops are named by module path
+    (Default/{name}-{Class}/{attr}-{Class}/.../{op}-op{n}) and selected by dump_list model_name/layer.
+    Returns the module."""
+    _opdump.register_model(name)
+    handles = list(_scope_hooks(module, f"{name}-{type(module).__name__}", model_name=name))
+    for attr, sub in module.named_modules():
+        if sub is module:
+            continue
+        leaf = attr.rsplit(".", 1)[-1]
+        handles += _scope_hooks(sub, f"{leaf}-{type(sub).__name__}")
+    module.__dict__["_opdump_handles"] = handles
+    return module
+
+
+def _mark_module(module, enabled):
+    def pre(mod, inputs):
+        _opdump.push_mark(bool(enabled))
+
+    def post(mod, inputs, output):
+        _opdump.pop_mark()
+
+    for handle in module.__dict__.pop("_opdump_mark_handles", []):
+        handle.remove()
+    module.__dict__["_opdump_mark_handles"] = [module.register_forward_pre_hook(pre),
+                                               module.register_forward_hook(post)]
+
+
+@atexit.register
+def _finalize_at_exit():
+    if _opdump.dumping() or _opdump.dump_root():
+        _opdump.finalize_dump()
+
+
+def _configure_from_environment():
+    path = os.environ.get("OPDUMP_CONFIG") or os.environ.get("MINDSPORE_DUMP_CONFIG")
+    if path and not _opdump.initialized():
+        init(path)
+
+
+_configure_from_environment()

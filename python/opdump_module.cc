@@ -1,0 +1,100 @@
+// The Python module's native part: the lifecycle and scope API of libopdump_torch. It needs
+// no torch headers: the observer lives in libopdump_torch, which this module links.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "opdump/config.h"
+#include "opdump/error.h"
+#include "opdump/log.h"
+#include "opdump/opdump.h"
+
+namespace py = pybind11;
+
+namespace opdump::pt {
+void install();
+}
+
+namespace {
+
+py::dict report_dict(const opdump::WriterReport& r, const opdump::DumpCounters& c) {
+  py::dict d;
+  d["files_written"] = r.files_written;
+  d["bytes_written"] = r.bytes_written;
+  d["files_lost"] = r.files_lost;
+  d["bytes_lost"] = r.bytes_lost;
+  d["tasks_failed"] = r.tasks_failed;
+  d["first_error"] = r.first_error;
+  d["ok"] = r.ok();
+  d["ops"] = c.ops;
+  d["tensors"] = c.tensors;
+  d["tensor_bytes"] = c.tensor_bytes;
+  d["statistic_rows"] = c.stat_rows;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_opdump, m) {
+  m.doc() = "opdump native module (see the opdump package for the documented API)";
+  opdump::pt::install();
+
+  static py::exception<opdump::Error> error(m, "OpdumpError", PyExc_RuntimeError);
+  static py::exception<opdump::ConfigError> config_error(m, "ConfigError", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const opdump::ConfigError& e) {
+      config_error(e.what());
+    } catch (const opdump::Error& e) {
+      error(e.what());
+    }
+  });
+
+  auto& rt = opdump::Runtime::instance();
+  m.def("init", [&rt](const std::string& path) { rt.init(path); }, py::arg("config_path") = "");
+  m.def("initialized", [&rt] { return rt.initialized(); });
+  m.def("init_dump", [&rt] { rt.init_dump(); });
+  m.def("set_dump", [&rt](const std::string& path) { rt.set_dump(path); }, py::arg("config_path"));
+  m.def("set_dump_text", [&rt](const std::string& text, const std::string& source) {
+    rt.set_dump_config(opdump::parse_config(text, source));
+  });
+  m.def("finalize_dump", [&rt] {
+    auto d = rt.dumper();
+    opdump::WriterReport r;
+    {
+      py::gil_scoped_release release;
+      r = rt.finalize_dump();
+    }
+    return report_dict(r, d ? d->counters() : opdump::DumpCounters{});
+  });
+  m.def("finalize", [&rt] {
+    py::gil_scoped_release release;
+    rt.finalize();
+  });
+  m.def("step", [&rt] { rt.step(); });
+  m.def("iteration", [&rt] { return rt.iteration(); });
+  m.def("dumping", [&rt] { return rt.dumping(); });
+  m.def("dump_root", [&rt] {
+    auto d = rt.dumper();
+    return d ? d->run_root() : std::string();
+  });
+  m.def("counters", [&rt] {
+    auto d = rt.dumper();
+    opdump::DumpCounters c = d ? d->counters() : opdump::DumpCounters{};
+    return py::make_tuple(c.ops, c.tensors, c.tensor_bytes, c.stat_rows);
+  });
+  m.def("register_model", [&rt](const std::string& name) { return rt.register_model(name); });
+  m.def("set_rank", [&rt](uint32_t rank, uint32_t device) { rt.set_rank(rank, device); });
+  m.def("rank", [&rt] { return rt.rank(); });
+  m.def("push_scope", &opdump::scopes::push);
+  m.def("pop_scope", &opdump::scopes::pop);
+  m.def("scope_depth", &opdump::scopes::depth);
+  m.def("truncate_scope", &opdump::scopes::truncate);
+  m.def("scope_path", [] { return opdump::scopes::path(); });
+  m.def("enter_model", &opdump::scopes::enter_model);
+  m.def("exit_model", &opdump::scopes::exit_model);
+  m.def("push_mark", &opdump::scopes::push_mark);
+  m.def("pop_mark", &opdump::scopes::pop_mark);
+  m.def("check_config", [](const std::string& path) { return opdump::describe_config(opdump::load_config(path)); });
+}

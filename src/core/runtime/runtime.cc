@@ -1,0 +1,237 @@
+// The process-wide dump runtime.
+#include "opdump/runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "opdump/error.h"
+#include "opdump/log.h"
+
+namespace opdump {
+namespace {
+
+// After fork() the child (a DataLoader worker, say) has no writer threads: it never dumps.
+std::atomic<bool> g_forked_child{false};
+void mark_forked_child() { g_forked_child.store(true); }
+
+}  // namespace
+
+Runtime& Runtime::instance() {
+  static Runtime* runtime = [] {
+    ::pthread_atfork(nullptr, nullptr, &mark_forked_child);
+    return new Runtime();
+  }();
+  return *runtime;
+}
+
+void Runtime::init(const std::string& config_path) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (initialized_) throw Error("opdump is already initialized in this process (init may be called once)");
+    initialized_ = true;
+  }
+  if (!config_path.empty()) set_dump(config_path);
+}
+
+bool Runtime::initialized() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return initialized_;
+}
+
+void Runtime::init_dump() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  initialized_ = true;
+}
+
+void Runtime::set_dump(const std::string& config_path) { set_dump_config(load_config(config_path)); }
+
+void Runtime::set_dump_config(DumpConfig config) {
+  for (const auto& w : config.warnings) log_warning(config.source + ": " + w);
+  std::shared_ptr<Dumper> replaced;
+  if (config.enabled) {
+    DumperOptions options;
+    options.rank = rank_;
+    options.device_id = device_id_;
+    auto dumper = std::make_shared<Dumper>(std::move(config), options);  // throws before anything changes
+    std::lock_guard<std::mutex> lock(mutex_);
+    initialized_ = true;
+    replaced = std::move(dumper_);
+    dumper_ = std::move(dumper);
+    ++generation_;
+    broken_.store(false);
+  } else {
+    std::lock_guard<std::mutex> lock(mutex_);
+    replaced = std::move(dumper_);
+    ++generation_;
+  }
+  update_activity();
+  if (replaced) replaced->finalize();
+}
+
+WriterReport Runtime::finalize_dump() {
+  std::shared_ptr<Dumper> d;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    d = std::move(dumper_);
+  }
+  update_activity();
+  if (!d || g_forked_child.load()) return {};
+  return d->finalize();
+}
+
+void Runtime::finalize() {
+  finalize_dump();
+  std::lock_guard<std::mutex> lock(mutex_);
+  initialized_ = false;
+}
+
+void Runtime::step() {
+  const uint64_t next = iteration_.fetch_add(1, std::memory_order_relaxed) + 1;
+  notify_iteration(next);
+  update_activity();
+}
+
+std::shared_ptr<Dumper> Runtime::dumper() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dumper_;
+}
+
+void Runtime::disable_after_error(const std::string& what) {
+  if (!broken_.exchange(true)) log_error("dumping turned off after an internal error; training goes on: " + what);
+  update_activity();
+}
+
+uint64_t Runtime::register_model(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& m : models_)
+    if (m.name == name) {
+      m.generation = generation_;  // re-registering (reloading) picks up the current config
+      return m.id;
+    }
+  models_.push_back(ModelInfo{name, models_.size(), generation_});
+  return models_.back().id;
+}
+
+bool Runtime::model_enabled(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& m : models_)
+    if (m.name == name) return m.generation == generation_;
+  return true;  // not registered: an ad-hoc model name
+}
+
+const ModelInfo* Runtime::find_model(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& m : models_)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+void Runtime::set_rank(uint32_t rank, uint32_t device_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rank_ = rank;
+  device_id_ = device_id;
+}
+
+void Runtime::add_listener(RuntimeListener* l) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listeners_.push_back(l);
+  }
+  l->on_activity(dumping());
+}
+
+void Runtime::remove_listener(RuntimeListener* l) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  listeners_.erase(std::remove(listeners_.begin(), listeners_.end(), l), listeners_.end());
+}
+
+void Runtime::update_activity() {
+  std::vector<RuntimeListener*> listeners;
+  bool now;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    now = dumper_ && !broken_.load() && !g_forked_child.load() && dumper_->iteration_selected(iteration_.load());
+    if (now == dumping_.load()) return;
+    dumping_.store(now);
+    listeners = listeners_;
+  }
+  for (auto* l : listeners) l->on_activity(now);
+}
+
+void Runtime::notify_iteration(uint64_t it) {
+  std::vector<RuntimeListener*> listeners;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listeners = listeners_;
+  }
+  for (auto* l : listeners) l->on_iteration(it);
+}
+
+namespace scopes {
+namespace {
+
+struct ThreadScopes {
+  std::vector<std::string> elements;
+  std::string path = "Default";
+  std::vector<std::string> models;
+  std::vector<bool> marks;
+  void rebuild() {
+    path = "Default";
+    for (const auto& e : elements) path += "/" + e;
+  }
+};
+
+ThreadScopes& mine() {
+  thread_local ThreadScopes s;
+  return s;
+}
+
+const std::string kNoModel;
+
+}  // namespace
+
+void push(const std::string& element) {
+  auto& s = mine();
+  s.elements.push_back(element);
+  s.path += "/" + element;
+}
+
+void pop() {
+  auto& s = mine();
+  if (s.elements.empty()) return;
+  s.path.resize(s.path.size() - s.elements.back().size() - 1);
+  s.elements.pop_back();
+}
+
+void truncate(size_t depth) {
+  auto& s = mine();
+  if (s.elements.size() <= depth) return;
+  s.elements.resize(depth);
+  s.rebuild();
+}
+
+size_t depth() { return mine().elements.size(); }
+const std::string& path() { return mine().path; }
+void enter_model(const std::string& name) { mine().models.push_back(name); }
+void exit_model() {
+  if (!mine().models.empty()) mine().models.pop_back();
+}
+const std::string& current_model() {
+  const auto& m = mine().models;
+  return m.empty() ? kNoModel : m.back();
+}
+void push_mark(bool marked) { mine().marks.push_back(marked); }
+void pop_mark() {
+  if (!mine().marks.empty()) mine().marks.pop_back();
+}
+bool marked() {
+  for (bool m : mine().marks)
+    if (m) return true;
+  return false;
+}
+
+}  // namespace scopes
+}  // namespace opdump

@@ -1,0 +1,685 @@
+// The PyTorch adapter: at::RecordFunction callbacks -> opdump::Dumper.
+//
+// Naming (identical across runs, devices at api level, and backward thread timing):
+//   forward api op:  {module scope}/{op}-op{n}            n counts api ops of this thread and iteration
+//   nested op:       {parent name}/{op}-op{k}             k counts the parent's children
+//   backward op:     Gradients/{forward api op name}/{Node}/{op}-op{k}
+//                    (the autograd node's sequence number names the forward op that created it)
+#include <ATen/ATen.h>
+#include <ATen/SequenceNumber.h>
+#include <ATen/record_function.h>
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "opdump/error.h"
+#include "opdump/log.h"
+#include "opdump/runtime.h"
+#include "opdump/torch.h"
+
+namespace opdump::pt {
+namespace {
+
+// ---- tensors -> opdump ----------------------------------------------------------------------
+
+bool dtype_of(at::ScalarType s, DType* out) {
+  switch (s) {
+    case at::kBool: *out = DType::Bool; return true;
+    case at::kChar: *out = DType::Int8; return true;
+    case at::kShort: *out = DType::Int16; return true;
+    case at::kInt: *out = DType::Int32; return true;
+    case at::kLong: *out = DType::Int64; return true;
+    case at::kByte: *out = DType::UInt8; return true;
+    case at::kHalf: *out = DType::Float16; return true;
+    case at::kBFloat16: *out = DType::BFloat16; return true;
+    case at::kFloat: *out = DType::Float32; return true;
+    case at::kDouble: *out = DType::Float64; return true;
+    case at::kComplexFloat: *out = DType::Complex64; return true;
+    case at::kComplexDouble: *out = DType::Complex128; return true;
+    default: return false;
+  }
+}
+
+// A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that
+// wait_ready() waits for (an event on the producing stream: no synchronisation of training).
+class TensorBuffer final : public Buffer {
+ public:
+  TensorBuffer(at::Tensor host, std::unique_ptr<c10::Event> event)
+      : host_(std::move(host)), event_(std::move(event)) {}
+  const void* data() const override { return host_.data_ptr(); }
+  size_t size() const override { return host_.numel() * host_.element_size(); }
+  // Polls on a writer thread (c10::Event::synchronize is not in every PyTorch version).
+  void wait_ready() const override {
+    while (event_ && !event_->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+
+ private:
+  at::Tensor host_;
+  std::unique_ptr<c10::Event> event_;
+};
+
+std::unique_ptr<c10::Event> record_event(const at::Device& device) {
+  auto event = std::make_unique<c10::Event>(device.type());
+  const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
+  event->record(impl->getStream(device));
+  return event;
+}
+
+std::shared_ptr<TensorBuffer> host_copy(const at::Tensor& t) {
+  if (t.device().is_cpu()) {
+    at::Tensor copy = at::empty(t.sizes(), t.options().memory_format(at::MemoryFormat::Contiguous));
+    copy.copy_(t);
+    return std::make_shared<TensorBuffer>(std::move(copy), nullptr);
+  }
+  at::Tensor pinned =
+      at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true).memory_format(at::MemoryFormat::Contiguous));
+  pinned.copy_(t, /*non_blocking=*/true);
+  return std::make_shared<TensorBuffer>(std::move(pinned), record_event(t.device()));
+}
+
+// Statistics computed with ATen ops on the tensor's own device and stream; only a vector of 11
+// doubles comes back, copied asynchronously.
+std::function<TensorStats()> device_stats(const at::Tensor& t) {
+  at::Tensor x = t.is_complex() ? t.abs() : t;
+  if (x.scalar_type() == at::kBool) x = x.to(at::kByte);
+  const bool floating = x.is_floating_point();
+  std::vector<at::Tensor> parts;
+  auto count = [](const at::Tensor& mask) { return mask.sum(at::kDouble); };
+  at::Tensor finite = floating ? x.isfinite() : at::ones_like(x, x.options().dtype(at::kBool));
+  parts.push_back(floating ? count(x.isnan()) : at::zeros({}, x.options().dtype(at::kDouble)));
+  parts.push_back(floating ? count(x.isinf().logical_and(x > 0)) : at::zeros({}, x.options().dtype(at::kDouble)));
+  parts.push_back(floating ? count(x.isinf().logical_and(x < 0)) : at::zeros({}, x.options().dtype(at::kDouble)));
+  parts.push_back(count(x < 0));
+  parts.push_back(count(x > 0));
+  parts.push_back(count(x == 0));
+  at::Tensor xd = x.to(at::kDouble);
+  at::Tensor fin_values = floating ? xd.masked_fill(finite.logical_not(), 0) : xd;
+  parts.push_back(fin_values.sum());
+  parts.push_back((fin_values * fin_values).sum());
+  const double inf = std::numeric_limits<double>::infinity();
+  if (x.numel() > 0) {
+    parts.push_back(floating ? xd.masked_fill(finite.logical_not(), inf).min() : xd.min());
+    parts.push_back(floating ? xd.masked_fill(finite.logical_not(), -inf).max() : xd.max());
+  } else {
+    parts.push_back(at::full({}, inf, xd.options()));
+    parts.push_back(at::full({}, -inf, xd.options()));
+  }
+  parts.push_back(count(finite));
+  at::Tensor packed = at::stack(parts);
+  auto buffer = host_copy(packed);
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  const bool complex = t.is_complex();
+  return [buffer, n, complex] {
+    buffer->wait_ready();
+    const double* v = static_cast<const double*>(buffer->data());
+    TensorStats s;
+    s.count = n;
+    s.nan = static_cast<uint64_t>(v[0]);
+    s.pos_inf = static_cast<uint64_t>(v[1]);
+    s.neg_inf = static_cast<uint64_t>(v[2]);
+    s.negative = static_cast<uint64_t>(v[3]);
+    s.positive = static_cast<uint64_t>(v[4]);
+    s.zero = static_cast<uint64_t>(v[5]);
+    s.sum = v[6];
+    s.sum_sq = v[7];
+    s.min = v[8];
+    s.max = v[9];
+    s.finite = static_cast<uint64_t>(v[10]);
+    s.int_min = static_cast<int64_t>(v[8] > -9.2e18 ? v[8] : 0);
+    s.int_max = static_cast<int64_t>(v[9] < 9.2e18 ? v[9] : 0);
+    s.uint_min = static_cast<uint64_t>(v[8] > 0 ? v[8] : 0);
+    s.uint_max = static_cast<uint64_t>(v[9] > 0 && v[9] < 1.8e19 ? v[9] : 0);
+    (void)complex;
+    return s;
+  };
+}
+
+// ---- kernel arguments (seed 001's save_kernel_args) -------------------------------------------
+
+std::string json_escape(const std::string& in) {
+  std::string out;
+  for (unsigned char c : in) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string json_number(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// One argument as JSON; tensors become {"tensor": slot} in the order the dump numbers them.
+std::string arg_json(const c10::IValue& v, uint32_t* slot) {
+  if (v.isTensor()) return "{\"tensor\": " + std::to_string((*slot)++) + "}";
+  if (v.isNone()) return "null";
+  if (v.isBool()) return v.toBool() ? "true" : "false";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return json_number(v.toDouble());
+  if (v.isString()) return "\"" + json_escape(v.toStringRef()) + "\"";
+  if (v.isDevice()) return "{\"device\": \"" + v.toDevice().str() + "\"}";
+  if (v.isTensorList()) {
+    std::string out = "{\"tensors\": [";
+    const size_t n = v.toTensorVector().size();
+    for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string((*slot)++);
+    return out + "]}";
+  }
+  if (v.isList()) {
+    std::string out = "[";
+    bool first = true;
+    for (const c10::IValue& e : v.toListRef()) {
+      out += (first ? "" : ", ") + arg_json(e, slot);
+      first = false;
+    }
+    return out + "]";
+  }
+  if (v.isComplexDouble()) {
+    auto z = v.toComplexDouble();
+    return "{\"complex\": [" + json_number(z.real()) + ", " + json_number(z.imag()) + "]}";
+  }
+  return "{\"unsupported\": \"" + json_escape(v.tagKind()) + "\"}";
+}
+
+std::string kernel_args_json(const at::RecordFunction& fn, const std::string& op_name) {
+  std::string out = "{\"op_name\": \"" + json_escape(op_name) + "\", \"operator\": \"" + json_escape(fn.name()) + "\"";
+  auto schema = fn.operator_schema();
+  if (schema) out += ", \"overload\": \"" + json_escape(schema->overload_name()) + "\"";
+  out += ", \"arguments\": [";
+  uint32_t slot = 0;
+  const auto inputs = fn.inputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = "arg" + std::to_string(i);
+    bool kwarg_only = false;
+    if (schema && i < schema->arguments().size()) {
+      name = schema->arguments()[i].name();
+      kwarg_only = schema->arguments()[i].kwarg_only();
+    }
+    out += std::string(i ? ", " : "") + "{\"name\": \"" + json_escape(name) + "\", \"kwarg_only\": " +
+           (kwarg_only ? "true" : "false") + ", \"value\": " + arg_json(inputs[i], &slot) + "}";
+  }
+  return out + "]}\n";
+}
+
+// ---- per-thread and per-iteration state ------------------------------------------------------
+
+struct OpCtx;
+
+struct NodeFrame {
+  std::string prefix;  // "Gradients/{forward op}/{Node}"
+  std::string model;
+  uint64_t model_id = 0;
+  uint64_t children = 0;
+  int base_depth = 0;
+};
+
+// Statistics of tensors already summarized this iteration (an op's output is usually the next
+// op's input): keyed by TensorImpl, valid while the impl lives and its version is unchanged.
+struct CachedStats {
+  c10::weak_intrusive_ptr<c10::TensorImpl> impl;
+  uint32_t version;
+  const void* data;
+  uint64_t fingerprint;
+  TensorStats stats;
+};
+
+// A cheap fingerprint of a buffer: 32 sampled 8-byte words and both ends. Some kernels write
+// tensors without bumping their version (native_batch_norm's running statistics in PyTorch
+// 1.x); such whole-buffer writes change the samples, so the cache does not serve stale values.
+uint64_t fingerprint(const void* data, size_t bytes) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 1469598103934665603ull ^ bytes;
+  auto mix = [&h](uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  };
+  if (bytes < 8) {
+    for (size_t i = 0; i < bytes; ++i) mix(p[i]);
+    return h;
+  }
+  constexpr int kSamples = 32;
+  for (int i = 0; i <= kSamples; ++i) {
+    uint64_t w;
+    const size_t at = (bytes - 8) / kSamples * static_cast<size_t>(i);
+    std::memcpy(&w, p + at, 8);
+    mix(w);
+  }
+  uint64_t last;
+  std::memcpy(&last, p + bytes - 8, 8);
+  mix(last);
+  return h;
+}
+
+struct ThreadState {
+  uint64_t iteration = UINT64_MAX;
+  uint64_t forward_counter = 0;
+  int depth = 0;
+  bool busy = false;
+  std::vector<NodeFrame> nodes;
+  std::vector<OpCtx*> open;
+  std::unordered_map<const c10::TensorImpl*, CachedStats> cache;
+  // Positions of the arguments each operator writes to (schema alias annotations "(a!)").
+  std::unordered_map<std::string, std::vector<uint32_t>> written_args;
+};
+
+ThreadState& state() {
+  thread_local ThreadState s;
+  return s;
+}
+
+struct OpCtx final : at::ObserverContext {
+  bool node = false;       // an autograd node frame, not an op
+  bool selected = false;   // dump this op
+  bool had_child = false;
+  int depth = 0;
+  uint64_t children = 0;
+  std::string name;
+  OpRecord record;
+  std::vector<DumpTensor> inputs;
+  std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
+  int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
+  uint64_t thread_id = 0;
+  std::string model;
+  uint64_t model_id = 0;
+};
+
+struct ForwardOp {
+  std::string name;
+  std::string model;
+  uint64_t model_id;
+};
+
+// Ops that compute nothing from data: factories, views and metadata.
+const std::unordered_set<std::string>& no_compute_ops() {
+  static const std::unordered_set<std::string> ops = {
+      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+      "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "rand", "randn", "randint", "randperm",
+      "rand_like", "randn_like", "arange", "linspace", "scalar_tensor", "view", "_unsafe_view", "reshape",
+      "_reshape_alias", "as_strided", "t", "transpose", "permute", "expand", "expand_as", "squeeze", "unsqueeze",
+      "select", "slice", "narrow", "detach", "detach_", "alias", "lift_fresh", "size", "stride", "numel", "dim",
+      "is_same_size", "is_nonzero", "flatten", "unflatten", "view_as", "split", "chunk", "unbind", "resize_",
+      "set_", "item", "_local_scalar_dense", "requires_grad_", "retain_grad", "to", "_to_copy", "contiguous",
+      "clone", "copy_", "zero_", "fill_", "uniform_", "normal_", "bernoulli_", "random_", "result_type",
+      "_has_compatible_shallow_copy_type", "record_stream", "output_nr", "_version", "is_leaf", "data",
+  };
+  return ops;
+}
+
+// Ops whose name says they are not data computations ("autograd::engine::...", "profiler::").
+bool is_operator(const char* name) {
+  const char* sep = std::strstr(name, "::");
+  if (!sep) return false;
+  if (!std::strncmp(name, "autograd::", 10) || !std::strncmp(name, "profiler::", 10)) return false;
+  return std::strchr(name, ' ') == nullptr;
+}
+
+// Tensors an op writes to in place. Not every kernel bumps the version counter of what it
+// writes (native_batch_norm's running statistics, say), so the statistics cache forgets them.
+void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<const c10::TensorImpl*>& out) {
+  auto it = ts.written_args.find(fn.name());
+  if (it == ts.written_args.end()) {
+    std::vector<uint32_t> positions;
+    if (auto schema = fn.operator_schema()) {
+      const auto& args = schema->arguments();
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].alias_info() && args[i].alias_info()->isWrite()) positions.push_back(static_cast<uint32_t>(i));
+    }
+    it = ts.written_args.emplace(fn.name(), std::move(positions)).first;
+  }
+  if (it->second.empty()) return;
+  const auto inputs = fn.inputs();
+  for (uint32_t i : it->second)
+    if (i < inputs.size() && inputs[i].isTensor() && inputs[i].toTensor().defined())
+      out.push_back(inputs[i].toTensor().unsafeGetTensorImpl());
+}
+
+class Observer final : public RuntimeListener {
+ public:
+  void on_activity(bool dumping) override {
+    if (dumping)
+      if (auto d = Runtime::instance().dumper()) level_.store(static_cast<int>(d->config().level));
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (dumping && !installed_) {
+      handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&Observer::start_cb, &Observer::end_cb)
+                                          .needsInputs(true)
+                                          .needsOutputs(true)
+                                          .needsIds(true)
+                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+      installed_ = true;
+      enabled_ = true;
+    } else if (installed_ && dumping != enabled_) {
+      // Off iterations cost nothing: the callback is disabled, not merely skipped.
+      if (dumping) at::reenableCallback(handle_);
+      else at::disableCallback(handle_);
+      enabled_ = dumping;
+    }
+  }
+
+  void on_iteration(uint64_t) override {
+    std::lock_guard<std::mutex> lock(forward_mutex_);
+    forward_ops_.clear();
+    task_counter_.store(0);
+    orphan_nodes_.store(0);
+  }
+
+  static std::unique_ptr<at::ObserverContext> start_cb(const at::RecordFunction& fn) {
+    if (!Runtime::instance().dumping()) return nullptr;
+    ThreadState& ts = state();
+    if (ts.busy) return nullptr;
+    try {
+      return instance().start(fn, ts);
+    } catch (const std::exception& e) {
+      ts.busy = false;
+      Runtime::instance().disable_after_error(std::string("in the start callback of ") + fn.name() + ": " + e.what());
+    }
+    return nullptr;
+  }
+
+  static void end_cb(const at::RecordFunction& fn, at::ObserverContext* raw) {
+    if (!raw) return;
+    ThreadState& ts = state();
+    try {
+      instance().end(fn, ts, static_cast<OpCtx*>(raw));
+    } catch (const std::exception& e) {
+      ts.busy = false;
+      Runtime::instance().disable_after_error(std::string("in the end callback of ") + fn.name() + ": " + e.what());
+    }
+  }
+
+  static Observer& instance() {
+    static Observer* o = new Observer();
+    return *o;
+  }
+
+ private:
+  void sync_iteration(ThreadState& ts) {
+    const uint64_t it = Runtime::instance().iteration();
+    if (ts.iteration == it) return;
+    ts.iteration = it;
+    ts.forward_counter = 0;
+    ts.cache.clear();
+  }
+
+  std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn, ThreadState& ts) {
+    sync_iteration(ts);
+    const char* name = fn.name();
+    if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+      auto ctx = std::make_unique<OpCtx>();
+      ctx->node = true;
+      NodeFrame f;
+      f.base_depth = ts.depth;
+      ForwardOp fwd{"", "", 0};
+      {
+        std::lock_guard<std::mutex> lock(forward_mutex_);
+        auto it = forward_ops_.find({fn.forwardThreadId(), fn.seqNr()});
+        if (it != forward_ops_.end()) fwd = it->second;
+      }
+      std::string node = name;
+      if (const size_t colons = node.rfind("::"); colons != std::string::npos) node = node.substr(colons + 2);
+      // Nodes without a forward op (AccumulateGrad) are numbered in execution order.
+      f.prefix = fwd.name.empty() ? "Gradients/" + node + "-" + std::to_string(orphan_nodes_.fetch_add(1))
+                                  : "Gradients/" + fwd.name + "/" + node;
+      f.model = fwd.model;
+      f.model_id = fwd.model_id;
+      ts.nodes.push_back(std::move(f));
+      return ctx;
+    }
+    if (!is_operator(name)) return nullptr;
+
+    auto ctx = std::make_unique<OpCtx>();
+    if (!ts.cache.empty()) collect_written(fn, ts, ctx->written);
+    ctx->depth = ts.depth++;
+    if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
+        ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
+      return ctx;  // inside an api op: only the nesting depth matters
+    std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
+    if (!dumper) return ctx;
+    OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
+    if (parent) parent->had_child = true;
+    ts.open.push_back(ctx.get());
+    const int base = ts.nodes.empty() ? 0 : ts.nodes.back().base_depth;
+    const bool top = ctx->depth == base;
+    const std::string op_type = std::strstr(name, "::") + 2;
+
+    std::string model;
+    uint64_t model_id = 0;
+    if (ts.nodes.empty()) {
+      model = scopes::current_model();
+      if (!model.empty())
+        if (const ModelInfo* m = Runtime::instance().find_model(model)) model_id = m->id;
+    } else {
+      model = ts.nodes.back().model;
+      model_id = ts.nodes.back().model_id;
+    }
+    if (top) {
+      if (ts.nodes.empty()) {
+        ctx->name = scope_path() + "/" + op_type + "-op" + std::to_string(ts.forward_counter++);
+        // The autograd nodes this op creates (possibly several: linear makes TBackward0 and
+        // AddmmBackward0) take the sequence numbers from here to the one current at its end.
+        ctx->seq_start = fn.seqNr();
+        ctx->thread_id = fn.threadId();
+        ctx->model = model;
+        ctx->model_id = model_id;
+      } else {
+        NodeFrame& f = ts.nodes.back();
+        ctx->name = f.prefix + "/" + op_type + "-op" + std::to_string(f.children++);
+      }
+    } else {
+      ctx->name = parent ? parent->name + "/" + op_type + "-op" + std::to_string(parent->children++) : op_type;
+    }
+
+    const DumpConfig& config = dumper->config();
+    const bool level_ok = config.level != ObserveLevel::Api || top;
+    if (!level_ok) return ctx;
+    if (config.skip_no_compute_ops && no_compute_ops().count(op_type)) return ctx;
+    if (!model.empty() && !Runtime::instance().model_enabled(model)) return ctx;
+    if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
+
+    ctx->selected = true;
+    ctx->record.id = OpIdentity{op_type, ctx->name, task_counter_.fetch_add(1), 0, now_microseconds()};
+    ctx->record.model_name = model;
+    ctx->record.model_id = model_id;
+    ctx->record.iteration = Runtime::instance().iteration();
+    if (config.dumps_inputs()) capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id);
+    if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, ctx->name));
+    return ctx;
+  }
+
+  void end(const at::RecordFunction& fn, ThreadState& ts, OpCtx* ctx) {
+    if (ctx->node) {
+      if (!ts.nodes.empty()) ts.nodes.pop_back();
+      return;
+    }
+    --ts.depth;
+    if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
+    for (const c10::TensorImpl* impl : ctx->written) ts.cache.erase(impl);
+    if (ctx->seq_start >= 0) {
+      const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
+      std::lock_guard<std::mutex> lock(forward_mutex_);
+      for (int64_t seq = ctx->seq_start; seq < seq_end; ++seq)
+        forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->name, ctx->model, ctx->model_id};
+    }
+    if (!ctx->selected) return;
+    std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
+    if (!dumper) return;
+    if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
+    std::vector<DumpTensor> outputs;
+    if (dumper->config().dumps_outputs()) {
+      const auto& outs = fn.outputs();
+      capture_all(c10::ArrayRef<c10::IValue>(outs), *dumper, ts, outputs, &ctx->record.id.stream_id);
+    }
+    dumper->dump_op(ctx->record, ctx->inputs, outputs);
+  }
+
+  // The module scope, extended by TorchScript's module hierarchy when a scripted model runs.
+  static std::string scope_path() {
+    std::string path = scopes::path();
+    auto hierarchy = torch::jit::currentModuleHierarchy();
+    for (size_t i = 1; i < hierarchy.size(); ++i) {  // [0] is the top module: already the model scope
+      std::string e = hierarchy[i];
+      const size_t open = e.find('(');
+      if (open != std::string::npos && e.back() == ')')
+        e = e.substr(0, open) + "-" + e.substr(open + 1, e.size() - open - 2);
+      path += "/" + e;
+    }
+    return path;
+  }
+
+  template <typename Values>
+  void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
+                   uint64_t* stream_id) {
+    ts.busy = true;
+    at::RecordFunctionGuard no_record(false);
+    at::NoGradGuard no_grad;
+    for (const c10::IValue& v : values) {
+      if (v.isTensor()) {
+        capture(v.toTensor(), dumper, ts, out, stream_id);
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorVector()) capture(t, dumper, ts, out, stream_id);
+      } else if (v.isList()) {
+        for (const c10::IValue& e : v.toListRef())
+          if (e.isTensor()) capture(e.toTensor(), dumper, ts, out, stream_id);
+      }
+    }
+    ts.busy = false;
+  }
+
+  void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
+               uint64_t* stream_id) {
+    DType dtype;
+    if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) {
+      // Keep slot numbers aligned with the op's tensor arguments: an empty entry.
+      out.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
+      return;
+    }
+    if (!t.device().is_cpu()) {
+      const auto* impl = c10::impl::getDeviceGuardImpl(t.device().type());
+      *stream_id = static_cast<uint64_t>(impl->getStream(t.device()).id());
+    }
+    const DumpConfig& config = dumper.config();
+    Shape shape(t.sizes().begin(), t.sizes().end());
+    DumpTensor d;
+    d.view = TensorView{nullptr, dtype, shape};
+    const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
+    if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
+      auto copy = host_copy(t.detach());
+      d.view.data = copy->data();
+      d.owner = copy;
+      if (config.dumps_statistics() && on_device) d.precomputed = device_stats(t.detach());
+    } else if (on_device) {
+      d.precomputed = device_stats(t.detach());
+    } else {
+      // Host statistics right here, on the tensor itself (no copy), once per tensor version.
+      const TensorStats stats = host_stats(t, dumper, ts);
+      d.precomputed = [stats] { return stats; };
+    }
+    out.push_back(std::move(d));
+  }
+
+  TensorStats host_stats(const at::Tensor& t, Dumper& dumper, ThreadState& ts) {
+    c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    const uint32_t version = t.is_inference() ? 0 : t._version();
+    const void* data = t.numel() ? t.data_ptr() : nullptr;
+    at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+    const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
+    auto it = ts.cache.find(impl);
+    if (it != ts.cache.end() && !it->second.impl.expired() && it->second.version == version &&
+        it->second.data == data && it->second.fingerprint == fp && !t.is_inference())
+      return it->second.stats;
+    StatsOptions so = dumper.stats_options();
+    so.threads = 0;  // a large tensor uses every core while the step waits anyway
+    so.parallel_threshold_bytes = size_t(1) << 20;
+    DType dtype = DType::Float32;
+    dtype_of(c.scalar_type(), &dtype);
+    const TensorStats s =
+        compute_stats(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())}, so);
+    if (!t.is_inference())
+      ts.cache.insert_or_assign(impl, CachedStats{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, s});
+    return s;
+  }
+
+  std::mutex mutex_;
+  bool installed_ = false, enabled_ = false;
+  at::CallbackHandle handle_ = 0;
+  std::mutex forward_mutex_;
+  std::map<std::pair<uint64_t, int64_t>, ForwardOp> forward_ops_;  // (forward thread, sequence nr)
+  std::atomic<uint64_t> task_counter_{0};
+  std::atomic<uint64_t> orphan_nodes_{0};
+  std::atomic<int> level_{static_cast<int>(ObserveLevel::Api)};
+};
+
+// Environment: OPDUMP_CONFIG (or MindSpore's MINDSPORE_DUMP_CONFIG) turns dumping on when the
+// library loads; RANK / LOCAL_RANK give the rank and device of this process.
+void configure_from_environment() {
+  auto env_u32 = [](const char* name, uint32_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    unsigned long x = std::strtoul(v, &end, 10);
+    return (end && *end == '\0' && x < 1u << 20) ? static_cast<uint32_t>(x) : fallback;
+  };
+  const uint32_t rank = env_u32("RANK", env_u32("LOCAL_RANK", 0));
+  Runtime::instance().set_rank(rank, env_u32("LOCAL_RANK", rank));
+  const char* path = std::getenv("OPDUMP_CONFIG");
+  if (!path || !*path) path = std::getenv("MINDSPORE_DUMP_CONFIG");
+  if (!path || !*path) return;
+  try {
+    Runtime::instance().init(path);
+    log_info(std::string("dumping configured from ") + path);
+  } catch (const std::exception& e) {
+    log_error(std::string("cannot dump with ") + path + ": " + e.what());
+  }
+}
+
+const bool g_installed = [] {
+  install();
+  configure_from_environment();
+  return true;
+}();
+
+}  // namespace
+
+void install() {
+  static bool done = [] {
+    Runtime::instance().add_listener(&Observer::instance());
+    return true;
+  }();
+  (void)done;
+  (void)g_installed;
+}
+
+ScriptModel::ScriptModel(const std::string& path, const std::string& name) : name_(name) {
+  install();
+  module_ = torch::jit::load(path);
+  module_.eval();
+  Runtime::instance().register_model(name);
+}
+
+c10::IValue ScriptModel::forward(std::vector<c10::IValue> inputs) {
+  ModelScope scope(name_, module_.type()->name() ? module_.type()->name()->name() : "");
+  return module_.forward(std::move(inputs));
+}
+
+}  // namespace opdump::pt

@@ -1,0 +1,310 @@
+"""The PyTorch adapter on real models: what is dumped, how it is named, and that dumping never
+changes the training."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import BUILD, PYTHON, ms_config
+import dump_reader as dr
+
+DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
+          6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
+
+
+def iteration_folder(root, it, graph=0):
+    return os.path.join(root, "net", str(graph), str(it))
+
+
+# ---- names and selection --------------------------------------------------------------------
+
+def test_forward_and_backward_names(workload, tmp_path):
+    r = workload("small", steps=2, config=ms_config(tmp_path / "d", iteration="1"))
+    folder = iteration_folder(r["report"]["root"], 1)
+    keys = dr.tensors(folder)
+    names = {k[1] for k in keys}
+    assert "Default_net-Small_conv1-Conv2d_conv2d-op1" in names or any("conv1-Conv2d_conv2d-op" in n for n in names)
+    forward = {n for n in names if n.startswith("Default_net-Small")}
+    backward = {n for n in names if n.startswith("Gradients_")}
+    assert forward and backward
+    # every backward op of a module op is named after a forward op that was dumped
+    conv_bwd = [n for n in backward if "ConvolutionBackward0" in n]
+    assert conv_bwd
+    for n in conv_bwd:
+        fwd = n[len("Gradients_"):n.index("_ConvolutionBackward0")]
+        assert fwd in forward, (n, fwd)
+    # only iteration 1 was dumped
+    assert sorted(os.listdir(os.path.join(r["report"]["root"], "net", "0"))) == ["1"]
+
+
+def test_names_identical_across_runs(workload, tmp_path):
+    a = workload("small", steps=2, config=ms_config(tmp_path / "a", iteration="0|1"))
+    b = workload("small", steps=2, config=ms_config(tmp_path / "b", iteration="0|1"))
+    for it in (0, 1):
+        ka = {(k[0], k[1], k[2], k[3]) for k in dr.tensors(iteration_folder(a["report"]["root"], it))}
+        kb = {(k[0], k[1], k[2], k[3]) for k in dr.tensors(iteration_folder(b["report"]["root"], it))}
+        assert ka == kb and len(ka) > 50
+
+
+def test_dumping_never_changes_training(workload, tmp_path):
+    plain = workload("small", steps=4)
+    dumped = workload("small", steps=4, config=ms_config(tmp_path / "d", saved_data="full"))
+    assert plain["losses"] == dumped["losses"]  # bit-identical floats
+    assert plain["params"] == dumped["params"]
+    assert dumped["report"]["ok"] and dumped["report"]["files_written"] > 100
+
+
+def test_inplace_op_dumps_the_value_before_mutation(workload, tmp_path):
+    r = workload("inplace", steps=1, config=ms_config(tmp_path / "d"))
+    keys = dr.tensors(iteration_folder(r["report"]["root"], 0))
+    mul = [k for k in keys if k[0] == "mul_" and k[1].startswith("Default_net-InPlace")]
+    assert mul, sorted(keys)
+    k_in = [k for k in mul if k[2] == "input" and k[3] == 0][0]
+    k_out = [k for k in mul if k[2] == "output" and k[3] == 0][0]
+    x = dr.load(keys[k_in])
+    y = dr.load(keys[k_out])
+    np.testing.assert_array_equal(y, x * 2.0)  # the input is the pre-mutation value
+    lin_out = [k for k in keys if k[0] == "linear" and k[2] == "output"][0]
+    np.testing.assert_array_equal(dr.load(keys[lin_out]), x)
+
+
+def test_statistic_csv_equals_numpy_of_the_dumped_tensors(workload, tmp_path):
+    cfg = ms_config(tmp_path / "d", iteration="0", saved_data="full",
+                    common={"statistic_category": ["max", "min", "avg", "count", "nan count", "l2norm"]})
+    r = workload("small", steps=1, config=cfg)
+    folder = iteration_folder(r["report"]["root"], 0)
+    files = dr.tensors(folder)
+    rows = dr.statistics(folder)
+    assert len(rows) == len(files) > 50
+    for row in rows:
+        key = (row["Op Type"], dr.sanitize(row["Op Name"]), row["IO"], int(row["Slot"]))
+        a = dr.load(files[key]).astype(np.float64)
+        assert int(row["Count"]) == a.size
+        if a.size == 0:
+            continue
+        assert float(row["Max Value"]) == pytest.approx(a.max(), rel=1e-6)
+        assert float(row["Min Value"]) == pytest.approx(a.min(), rel=1e-6)
+        assert float(row["Avg Value"]) == pytest.approx(a.mean(), rel=1e-5, abs=1e-7)
+        assert float(row["L2Norm Value"]) == pytest.approx(np.sqrt((a * a).sum()), rel=1e-5)
+
+
+def test_statistics_mode_writes_no_tensors_and_matches_device_path(workload, tmp_path):
+    host = workload("small", steps=1, config=ms_config(tmp_path / "h", saved_data="statistic",
+                                                       common={"statistic_category": ["max", "min", "avg", "l2norm", "count"]}))
+    dev = workload("small", steps=1, config=ms_config(tmp_path / "g", saved_data="statistic",
+                                                      common={"statistic_category": ["max", "min", "avg", "l2norm"]},
+                                                      e2e={"stat_calc_mode": "device"}))
+    fh = iteration_folder(host["report"]["root"], 0)
+    fg = iteration_folder(dev["report"]["root"], 0)
+    assert glob.glob(os.path.join(fh, "*.npy")) == []
+    rh = {(r["Op Name"], r["IO"], r["Slot"]): r for r in dr.statistics(fh)}
+    rg = {(r["Op Name"], r["IO"], r["Slot"]): r for r in dr.statistics(fg)}
+    assert rh.keys() == rg.keys() and len(rh) > 50
+    for k, a in rh.items():
+        b = rg[k]
+        for col in ("Max Value", "Min Value", "Avg Value", "L2Norm Value"):
+            if a[col] == "null":
+                assert b[col] == "null"
+            else:
+                assert float(b[col]) == pytest.approx(float(a[col]), rel=1e-5, abs=1e-6), (k, col)
+
+
+# ---- replay: the dumped inputs reproduce the dumped outputs ----------------------------------
+
+def rebuild(value, inputs, name):
+    if isinstance(value, dict):
+        if "tensor" in value:
+            return inputs[value["tensor"]]
+        if "tensors" in value:
+            return [inputs[i] for i in value["tensors"]]
+        if "device" in value:
+            return torch.device(value["device"])
+        raise ValueError(f"cannot rebuild {value}")
+    if isinstance(value, list):
+        return [rebuild(v, inputs, name) for v in value]
+    if name in ("dtype", "input_dtype") and isinstance(value, int):
+        return DTYPES[value]
+    if value in ("nan", "inf", "-inf"):
+        return float(value)
+    return value
+
+
+def replay_folder(folder):
+    files = dr.tensors(folder)
+    replayed = 0
+    for spec in dr.kernel_args(folder):
+        if spec["op_name"].startswith("Gradients/"):
+            continue
+        op_type = spec["operator"].split("::", 1)[1]
+        name = dr.sanitize(spec["op_name"])
+        n_in = sum(1 for k in files if k[:3] == (op_type, name, "input"))
+        inputs = [torch.from_numpy(dr.load(files[(op_type, name, "input", i)]).copy()) for i in range(n_in)]
+        args, kwargs = [], {}
+        for a in spec["arguments"]:
+            v = rebuild(a["value"], inputs, a["name"])
+            if a["kwarg_only"]:
+                kwargs[a["name"]] = v
+            else:
+                args.append(v)
+        packet = getattr(torch.ops.aten, op_type)
+        fn = getattr(packet, spec["overload"] or "default")
+        with torch.no_grad():
+            out = fn(*args, **kwargs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        n_out = sum(1 for k in files if k[:3] == (op_type, name, "output"))
+        assert n_out == len([o for o in outs if isinstance(o, torch.Tensor)]), spec["op_name"]
+        for i in range(n_out):
+            expected = dr.load(files[(op_type, name, "output", i)])
+            got = outs[i].detach().contiguous().numpy()
+            assert got.dtype == expected.dtype and got.shape == expected.shape, spec["op_name"]
+            assert got.tobytes() == expected.tobytes(), f"{spec['op_name']} output {i} differs on replay"
+        replayed += 1
+    return replayed
+
+
+@pytest.mark.parametrize("model,steps", [("small", 2), ("resnet18", 2)])
+def test_replay_reproduces_every_forward_api_op_bit_for_bit(workload, tmp_path, model, steps):
+    torch.set_num_threads(1)
+    r = workload(model, steps=steps, config=ms_config(tmp_path / "d", iteration="1", e2e={"save_kernel_args": True}))
+    assert r["report"]["ok"]
+    n = replay_folder(iteration_folder(r["report"]["root"], 1))
+    assert n >= (8 if model == "small" else 60)
+
+
+# ---- lifecycle, selection, environment ------------------------------------------------------
+
+def test_acl_dump_list_selects_registered_models_and_layers(workload, tmp_path):
+    cfg = {"dump": {"dump_path": str(tmp_path / "acl"), "dump_list": [{"model_name": "net", "layer": ["conv2d", "linear"]}],
+                    "dump_mode": "output"}}
+    r = workload("small", steps=1, config=cfg)
+    root = r["report"]["root"]  # {dump_path}/{time}/{device}
+    assert os.path.dirname(os.path.dirname(root)) == str(tmp_path / "acl")
+    folder = os.path.join(root, "net", "0", "0")
+    keys = dr.tensors(folder)
+    assert {k[0] for k in keys} == {"conv2d", "linear"}
+    assert {k[2] for k in keys} == {"output"}
+    # ops outside the model (loss, optimizer) are not dumped: dump_op_switch is off
+    assert sorted(p for p in os.listdir(root) if p.endswith(".npy")) == []
+
+
+def test_models_registered_before_set_dump_are_not_dumped(workload, tmp_path):
+    cfg = {"dump": {"dump_path": str(tmp_path / "acl"), "dump_list": [{"model_name": "net"}]}}
+    r = workload("small", steps=1, config=cfg, extra=["--register-before"])
+    assert r["report"]["ops"] == 0
+
+
+def test_set_dump_module_marks_what_is_dumped(workload, tmp_path):
+    cfg = ms_config(tmp_path / "d", common={"dump_mode": 2})
+    r = workload("small", steps=1, config=cfg, extra=["--mark"])
+    keys = dr.tensors(iteration_folder(r["report"]["root"], 0))
+    assert keys and all("fc-Linear" in k[1] for k in keys)
+
+
+def test_kernels_filter(workload, tmp_path):
+    cfg = ms_config(tmp_path / "d", common={"dump_mode": 1, "kernels": ["batch_norm", "name-regex(.*fc-Linear.*)"]})
+    r = workload("small", steps=1, config=cfg)
+    keys = dr.tensors(iteration_folder(r["report"]["root"], 0))
+    # "batch_norm" is an op-type substring (it also matches native_batch_norm_backward); the
+    # regex selects everything under fc-Linear, forward and backward.
+    assert {k[0] for k in keys if "fc-Linear" not in k[1]} == {"batch_norm", "native_batch_norm_backward"}
+    fc = {k[0] for k in keys if "fc-Linear" in k[1]}
+    assert "linear" in fc and "mm" in fc  # AddmmBackward0's gradient is named after fc's linear
+
+
+def test_environment_variable_turns_dumping_on(tmp_path):
+    cfg = tmp_path / "env.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "envdump")))
+    code = ("import torch, opdump\n"
+            "m = torch.nn.Linear(4, 2)\n"
+            "opdump.register_model(m, 'net')\n"
+            "m(torch.ones(3, 4)).sum().backward()\n"
+            "print(opdump.finalize_dump()['files_written'])\n")
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), MINDSPORE_DUMP_CONFIG=str(cfg))
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert int(out.stdout.strip()) > 3
+    assert glob.glob(str(tmp_path / "envdump" / "rank_0" / "net" / "0" / "0" / "linear.*.npy"))
+
+
+def test_bad_config_is_a_clear_error_not_a_crash(tmp_path):
+    cfg = tmp_path / "bad.json"
+    cfg.write_text('{"dump": {"dump_mode": "sideways"}}')
+    code = "import opdump\ntry:\n  opdump.set_dump(%r)\nexcept opdump.ConfigError as e:\n  print('ERR', e)\n" % str(cfg)
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.startswith("ERR") and "dump.dump_mode" in out.stdout and "sideways" in out.stdout
+
+
+def test_dump_folder_removed_mid_run_training_goes_on(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "gone")))
+    code = ("import shutil, torch, opdump\n"
+            f"opdump.set_dump({str(cfg)!r})\n"
+            "m = opdump.register_model(torch.nn.Linear(64, 64), 'net')\n"
+            "x = torch.randn(8, 64)\n"
+            "m(x).sum().backward(); opdump.step()\n"
+            f"shutil.rmtree({str(tmp_path / 'gone')!r})\n"
+            "for _ in range(3):\n  m(x).sum().backward(); opdump.step()\n"
+            "r = opdump.finalize_dump()\n"
+            "print('OK', r['ok'], r['files_written'] > 0)\n")
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "OK False True"
+    assert "opdump" in out.stderr  # the failure was reported
+
+
+def test_two_ranks_over_gloo(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "dist", common={"support_device": [0, 1]})))
+    procs = []
+    for rank in (0, 1):
+        env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), OPDUMP_PYTHONPATH=str(BUILD / "python"),
+                   RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+        procs.append(subprocess.Popen([PYTHON, os.path.join(os.path.dirname(__file__), "torch_workload.py"),
+                                       "--model", "small", "--steps", "2", "--distributed", "--config", str(cfg),
+                                       "--result", str(tmp_path / f"r{rank}.json")],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    r0 = json.load(open(tmp_path / "r0.json"))
+    r1 = json.load(open(tmp_path / "r1.json"))
+    assert r0["report"]["root"].endswith("rank_0") and r1["report"]["root"].endswith("rank_1")
+    for rank in (0, 1):
+        assert glob.glob(str(tmp_path / "dist" / f"rank_{rank}" / "net" / "0" / "1" / "conv2d.*.npy"))
+    # identical data on both ranks: same names
+    k0 = set(dr.tensors(str(tmp_path / "dist" / "rank_0" / "net" / "0" / "0")))
+    k1 = set(dr.tensors(str(tmp_path / "dist" / "rank_1" / "net" / "0" / "0")))
+    assert {k[:2] for k in k0} == {k[:2] for k in k1}
+
+
+def test_support_device_filters_ranks(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "sd", common={"support_device": [0]})))
+    code = ("import torch, opdump\n"
+            f"opdump.set_dump({str(cfg)!r})\n"
+            "m = opdump.register_model(torch.nn.Linear(4, 4), 'net')\n"
+            "m(torch.ones(2, 4)).sum().backward()\n"
+            "print(opdump.finalize_dump()['ops'])\n")
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), RANK="1", LOCAL_RANK="1")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "0"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_cuda_statistics_on_device(workload, tmp_path):
+    code = ("import torch, opdump, json\n"
+            f"opdump.set_dump({str(tmp_path / 'c.json')!r})\n"
+            "m = opdump.register_model(torch.nn.Linear(256, 256).cuda(), 'net')\n"
+            "x = torch.randn(64, 256, device='cuda')\n"
+            "m(x).sum().backward(); torch.cuda.synchronize()\n"
+            "print(json.dumps(opdump.finalize_dump()))\n")
+    (tmp_path / "c.json").write_text(json.dumps(ms_config(tmp_path / "cuda", saved_data="full")))
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(out.stdout)["ok"]
