@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
 
 #include "commands.h"
 #include "opdump/dumper.h"
@@ -64,13 +67,32 @@ Matrix matmul(const Matrix& a, const Matrix& b, int m, int k, int n) {
 
 }  // namespace
 
+// The PyTorch demo (opdump_demo, built with the adapter) beside this binary, if there is one.
+std::string torch_demo_path() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  auto demo = self.parent_path() / "opdump_demo";
+  return std::filesystem::exists(demo, ec) ? demo.string() : "";
+}
+
 void add_demo_command(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("demo", "Run a built-in model with dumping on and show what was dumped");
+  auto* cmd = app.add_subcommand(
+      "demo", "Train a small CNN with PyTorch (or, without the adapter, a plain C++ perceptron) with dumping on, "
+              "and show what was dumped");
   static std::string out_dir = "opdump-demo-out";
-  static int iterations = 3;
+  static int iterations = 4;
+  static bool builtin = false;
   cmd->add_option("-o,--output", out_dir, "Dump folder (replaces the config's path)");
   cmd->add_option("--iterations", iterations, "Iterations to run")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--no-torch", builtin, "Run the plain C++ perceptron even when the PyTorch demo is built");
   cmd->callback([exit_code] {
+    const std::string demo = builtin ? "" : torch_demo_path();
+    if (!demo.empty()) {
+      const std::string its = std::to_string(iterations);
+      ::execl(demo.c_str(), demo.c_str(), "--output", out_dir.c_str(), "--iterations", its.c_str(), nullptr);
+      throw Error("cannot run " + demo + ": " + std::strerror(errno));
+    }
     ParseOptions po;
     DumpConfig config = parse_config(kDemoConfig, "built-in demo config", po);
     config.dump_path = std::filesystem::absolute(out_dir).lexically_normal().string();

@@ -537,8 +537,11 @@ class Observer final : public RuntimeListener {
   static std::string scope_path() {
     std::string path = scopes::path();
     auto hierarchy = torch::jit::currentModuleHierarchy();
+    // Entries look like "conv(Conv2d)::forward"; "SELF(...)" is a method of the same module.
     for (size_t i = 1; i < hierarchy.size(); ++i) {  // [0] is the top module: already the model scope
       std::string e = hierarchy[i];
+      if (const size_t method = e.find("::"); method != std::string::npos) e.resize(method);
+      if (e.rfind("SELF(", 0) == 0) continue;
       const size_t open = e.find('(');
       if (open != std::string::npos && e.back() == ')')
         e = e.substr(0, open) + "-" + e.substr(open + 1, e.size() - open - 2);
