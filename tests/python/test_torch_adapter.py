@@ -308,3 +308,28 @@ def test_cuda_statistics_on_device(workload, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert json.loads(out.stdout)["ok"]
+
+
+def test_dataloader_workers_and_autograd_threads_are_safe(tmp_path):
+    """Forked DataLoader workers run ops too: they must not dump (nor hang on the parent's writer)."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "dl", saved_data="full")))
+    code = ("import torch, opdump\n"
+            "from torch.utils.data import DataLoader, Dataset\n"
+            "class D(Dataset):\n"
+            "    def __len__(self): return 16\n"
+            "    def __getitem__(self, i): return torch.randn(8) * 2 + 1, torch.tensor(i % 3)\n"
+            f"opdump.set_dump({str(cfg)!r})\n"
+            "m = opdump.register_model(torch.nn.Linear(8, 3), 'net')\n"
+            "opt = opdump.hook_optimizer(torch.optim.SGD(m.parameters(), lr=0.1))\n"
+            "for x, y in DataLoader(D(), batch_size=4, num_workers=2):\n"
+            "    opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()\n"
+            "r = opdump.finalize_dump()\n"
+            "print(r['ok'], r['files_written'] > 0)\n")
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True True"
+    names = {k[1] for k in dr.tensors(str(tmp_path / "dl" / "rank_0" / "net" / "0" / "0"))}
+    assert all(n.startswith(("Default", "Gradients")) for n in names)
+    assert not any("randn" in n for n in names)  # the workers' ops were not dumped
