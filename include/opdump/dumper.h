@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +81,10 @@ class Dumper {
 
   // seed 001's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
   void write_kernel_args(const OpRecord& op, std::string json);
+  // Lists an executed op (dumped or not) in execution_order/ms_execution_order_graph_{graph}.csv
+  // and, for the first dumped iteration of each graph, in graphs/ms_output_trace_code_graph_{graph}.ir,
+  // with the ids of its input and output tensors (seed 001's auxiliary files).
+  void record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids);
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);
 
@@ -107,9 +113,15 @@ class Dumper {
     DumpTensor tensor;
   };
   void flush_pending_rows();
+  void flush_execution_locked();
 
   DumpConfig config_;
   DumperOptions options_;
+  std::mutex exec_mutex_;
+  uint64_t exec_iteration_ = UINT64_MAX;
+  std::map<uint64_t, std::string> exec_rows_;   // graph -> csv rows of the current iteration
+  std::map<uint64_t, std::string> graph_text_;  // graph -> .ir text of its first iteration
+  std::set<uint64_t> graphs_done_;
   std::mutex pending_mutex_;
   std::vector<PendingRow> pending_rows_;
   KernelFilter kernels_;

@@ -39,6 +39,12 @@ struct WriterReport {
 void write_file_atomic(const std::string& path, const void* header, size_t header_size,
                        const void* payload, size_t payload_size);
 
+// Appends `text` to an open O_APPEND file in one write(); a short write is rolled back, so the
+// file never ends in a torn record. Throws IoError.
+void append_whole(int fd, const std::string& path, const std::string& text);
+// Opens (creating, mode 0640), appends whole and closes.
+void append_to_file(const std::string& path, const std::string& text);
+
 // A file written in pieces that appears under its final name only when commit() succeeds;
 // destroying it without commit removes the temporary file.
 class AtomicFileWriter {

@@ -280,6 +280,8 @@ struct ThreadState {
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
   std::unordered_map<const c10::TensorImpl*, CachedStats> cache;
+  // Small ids of the tensors seen this iteration, for the execution order and graph files.
+  std::unordered_map<const c10::TensorImpl*, uint64_t> ids;
   // Positions of the arguments each operator writes to (schema alias annotations "(a!)").
   std::unordered_map<std::string, std::vector<uint32_t>> written_args;
 };
@@ -299,6 +301,8 @@ struct OpCtx final : at::ObserverContext {
   OpRecord record;
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
+  bool executed = false;    // an op of the configured level: listed in the execution order
+  std::vector<uint64_t> input_ids;
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
   uint64_t thread_id = 0;
   std::string model;
@@ -419,7 +423,11 @@ class Observer final : public RuntimeListener {
     if (ts.iteration == it) return;
     ts.iteration = it;
     ts.forward_counter = 0;
-    ts.cache.clear();
+    ts.ids.clear();
+    // The cache outlives iterations (parameters are summarized once per update, not twice), but
+    // entries of tensors that died are dropped here.
+    for (auto e = ts.cache.begin(); e != ts.cache.end();)
+      e = e->second.impl.expired() ? ts.cache.erase(e) : std::next(e);
   }
 
   std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn, ThreadState& ts) {
@@ -494,14 +502,18 @@ class Observer final : public RuntimeListener {
     const bool level_ok = config.level != ObserveLevel::Api || top;
     if (!level_ok) return ctx;
     if (config.skip_no_compute_ops && no_compute_ops().count(op_type)) return ctx;
-    if (!model.empty() && !Runtime::instance().model_enabled(model)) return ctx;
-    if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
 
-    ctx->selected = true;
+    // Every op of the level is in the execution order, dumped or not.
     ctx->record.id = OpIdentity{op_type, ctx->name, task_counter_.fetch_add(1), 0, now_microseconds()};
     ctx->record.model_name = model;
     ctx->record.model_id = model_id;
     ctx->record.iteration = Runtime::instance().iteration();
+    ctx->executed = true;
+    tensor_ids(fn.inputs(), ts, ctx->input_ids);
+    if (!model.empty() && !Runtime::instance().model_enabled(model)) return ctx;
+    if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
+
+    ctx->selected = true;
     if (config.dumps_inputs()) capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id);
     if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, ctx->name));
     return ctx;
@@ -521,16 +533,34 @@ class Observer final : public RuntimeListener {
       for (int64_t seq = ctx->seq_start; seq < seq_end; ++seq)
         forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->name, ctx->model, ctx->model_id};
     }
-    if (!ctx->selected) return;
+    if (!ctx->executed) return;
     std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
     if (!dumper) return;
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
+    std::vector<uint64_t> output_ids;
+    tensor_ids(c10::ArrayRef<c10::IValue>(fn.outputs()), ts, output_ids);
+    dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids));
+    if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
     if (dumper->config().dumps_outputs()) {
       const auto& outs = fn.outputs();
       capture_all(c10::ArrayRef<c10::IValue>(outs), *dumper, ts, outputs, &ctx->record.id.stream_id);
     }
     dumper->dump_op(ctx->record, ctx->inputs, outputs);
+  }
+
+  template <typename Values>
+  static void tensor_ids(const Values& values, ThreadState& ts, std::vector<uint64_t>& out) {
+    auto id_of = [&](const at::Tensor& t) {
+      if (!t.defined()) return;
+      auto [it, fresh] = ts.ids.emplace(t.unsafeGetTensorImpl(), ts.ids.size());
+      out.push_back(it->second);
+    };
+    for (const c10::IValue& v : values) {
+      if (v.isTensor()) id_of(v.toTensor());
+      else if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorVector()) id_of(t);
+    }
   }
 
   // The module scope, extended by TorchScript's module hierarchy when a scripted model runs.

@@ -1,5 +1,6 @@
 """The PyTorch adapter on real models: what is dumped, how it is named, and that dumping never
 changes the training."""
+import csv
 import glob
 import json
 import os
@@ -333,3 +334,21 @@ def test_dataloader_workers_and_autograd_threads_are_safe(tmp_path):
     names = {k[1] for k in dr.tensors(str(tmp_path / "dl" / "rank_0" / "net" / "0" / "0"))}
     assert all(n.startswith(("Default", "Gradients")) for n in names)
     assert not any("randn" in n for n in names)  # the workers' ops were not dumped
+
+
+def test_execution_order_and_graph_files(workload, tmp_path):
+    r = workload("small", steps=3, config=ms_config(tmp_path / "d", iteration="0|2"))
+    root = r["report"]["root"]
+    rows = list(csv.DictReader(open(os.path.join(root, "execution_order", "ms_execution_order_graph_0.csv"))))
+    assert {row["Iteration"] for row in rows} == {"0", "2"}
+    first = [row for row in rows if row["Iteration"] == "0"]
+    assert [int(row["Task ID"]) for row in first] == list(range(len(first)))  # execution index
+    dumped = {k[1] for k in dr.tensors(iteration_folder(root, 0))}
+    assert {dr.sanitize(row["Op Name"]) for row in first} >= dumped  # every dumped op is listed
+    conv = [row for row in first if row["Op Type"] == "conv2d"][0]
+    bn = [row for row in first if row["Op Type"] == "batch_norm"][0]
+    assert conv["Output Tensors"].split()[0] in bn["Input Tensors"].split()  # the data flow is visible
+    history = open(os.path.join(root, "execution_order", "ms_global_execution_order_graph_0.csv")).read().split()
+    assert history == ["0", "2"]
+    ir = open(os.path.join(root, "graphs", "ms_output_trace_code_graph_0.ir")).read()
+    assert "conv2d(" in ir and "Default/net-Small/conv1-Conv2d/conv2d-op" in ir

@@ -270,6 +270,63 @@ void Dumper::flush_pending_rows() {
   });
 }
 
+namespace {
+
+std::string id_list(const std::vector<uint64_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  return s;
+}
+
+}  // namespace
+
+void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids) {
+  std::lock_guard<std::mutex> lock(exec_mutex_);
+  if (op.iteration != exec_iteration_) {
+    flush_execution_locked();
+    exec_iteration_ = op.iteration;
+  }
+  exec_rows_[op.model_id] += std::to_string(op.iteration) + "," + std::to_string(op.id.task_id) + "," +
+                             csv_escape(op.id.op_type) + "," + csv_escape(op.id.op_name) + "," +
+                             csv_escape(op.model_name) + "," + id_list(input_ids) + "," + id_list(output_ids) + "\n";
+  if (!graphs_done_.count(op.model_id)) {
+    std::string outs, ins;
+    for (uint64_t id : output_ids) outs += (outs.empty() ? "%" : ", %") + std::to_string(id);
+    for (uint64_t id : input_ids) ins += (ins.empty() ? "%" : ", %") + std::to_string(id);
+    graph_text_[op.model_id] += (outs.empty() ? "()" : outs) + " = " + op.id.op_type + "(" + ins + ")\n" +
+                                "    : (" + op.id.op_name + ")  task " + std::to_string(op.id.task_id) + "\n";
+  }
+}
+
+void Dumper::flush_execution_locked() {
+  if (exec_rows_.empty()) return;
+  const std::string order_dir = join_path(run_root_, "execution_order");
+  const std::string graph_dir = join_path(run_root_, "graphs");
+  auto rows = std::make_shared<std::map<uint64_t, std::string>>(std::move(exec_rows_));
+  auto graphs = std::make_shared<std::map<uint64_t, std::string>>(std::move(graph_text_));
+  exec_rows_.clear();
+  graph_text_.clear();
+  for (const auto& [graph, text] : *graphs) graphs_done_.insert(graph);
+  const uint64_t iteration = exec_iteration_;
+  writer_->run(1024, [this, rows, graphs, order_dir, graph_dir, iteration] {
+    make_dirs(order_dir);
+    for (const auto& [graph, text] : *rows) {
+      const std::string g = std::to_string(graph);
+      const std::string path = order_dir + "/ms_execution_order_graph_" + g + ".csv";
+      const bool fresh = ::access(path.c_str(), F_OK) != 0;
+      append_to_file(path, (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors\n" : "") + text);
+      append_to_file(order_dir + "/ms_global_execution_order_graph_" + g + ".csv", std::to_string(iteration) + "\n");
+    }
+    if (!graphs->empty()) make_dirs(graph_dir);
+    for (const auto& [graph, text] : *graphs) {
+      const std::string path = graph_dir + "/ms_output_trace_code_graph_" + std::to_string(graph) + ".ir";
+      const std::string body = "# ops of graph " + std::to_string(graph) + " in execution order (iteration " +
+                               std::to_string(iteration) + "): %outputs = op(%inputs) : (full name)\n" + text;
+      write_file_atomic(path, body.data(), body.size(), nullptr, 0);
+    }
+  });
+}
+
 void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
   const std::string folder = op_folder(op);
   const std::string path =
@@ -298,6 +355,10 @@ DumpCounters Dumper::counters() const {
 WriterReport Dumper::finalize() {
   if (finalized_) return final_report_;
   flush_pending_rows();
+  {
+    std::lock_guard<std::mutex> lock(exec_mutex_);
+    flush_execution_locked();
+  }
   writer_->drain();
   statistics_->close_all();
   finalized_ = true;

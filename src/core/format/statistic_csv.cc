@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "opdump/error.h"
+#include "opdump/writer.h"
 
 namespace opdump {
 
@@ -66,22 +67,6 @@ StatisticCsvWriter::File& StatisticCsvWriter::file_for(const std::string& dir) {
   return *slot;
 }
 
-namespace {
-
-// One write() per row; a short write is rolled back so that no torn row remains.
-void append_whole(int fd, const std::string& path, const std::string& text) {
-  const off_t before = ::lseek(fd, 0, SEEK_END);
-  ssize_t n;
-  do {
-    n = ::write(fd, text.data(), text.size());
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(text.size())) return;
-  const int err = n < 0 ? errno : ENOSPC;
-  if (n > 0 && before >= 0 && ::ftruncate(fd, before) != 0) { /* nothing more can be done */ }
-  throw IoError(path, "cannot append row", err);
-}
-
-}  // namespace
 
 void StatisticCsvWriter::append(const std::string& dir, const StatisticRow& row) { append_rows(dir, {row}); }
 

@@ -52,6 +52,30 @@ int write_all(int fd, const void* a, size_t na, const void* b, size_t nb) {
 
 }  // namespace
 
+void append_whole(int fd, const std::string& path, const std::string& text) {
+  const off_t before = ::lseek(fd, 0, SEEK_END);
+  ssize_t n;
+  do {
+    n = ::write(fd, text.data(), text.size());
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(text.size())) return;
+  const int err = n < 0 ? errno : ENOSPC;
+  if (n > 0 && before >= 0 && ::ftruncate(fd, before) != 0) { /* nothing more can be done */ }
+  throw IoError(path, "cannot append", err);
+}
+
+void append_to_file(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd < 0) throw IoError(path, "cannot open", errno);
+  try {
+    append_whole(fd, path, text);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
 std::string temp_path_for(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
