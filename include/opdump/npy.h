@@ -32,6 +32,7 @@ NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& na
 // Writes a complete npy file (through a temporary name, renamed when complete).
 void write_npy(const std::string& path, const TensorView& view);
 // Reads an npy file (memory-mapped, zero copy). Throws FormatError on malformed files.
-Tensor read_npy(const std::string& path);
+// populate: read the whole file in now (see MappedFile).
+Tensor read_npy(const std::string& path, bool populate = false);
 
 }  // namespace opdump

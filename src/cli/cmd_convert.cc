@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "commands.h"
-#include "dump_scan.h"
+#include "opdump/dump_files.h"
 #include "opdump/ascend_bin.h"
 #include "opdump/error.h"
 #include "opdump/layout.h"

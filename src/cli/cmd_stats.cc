@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "dump_scan.h"
+#include "opdump/dump_files.h"
 #include "opdump/ascend_bin.h"
 #include "opdump/error.h"
 #include "opdump/npy.h"

@@ -275,8 +275,8 @@ void write_npy(const std::string& path, const TensorView& view) {
   }
 }
 
-Tensor read_npy(const std::string& path) {
-  auto file = std::make_shared<MappedFile>(path);
+Tensor read_npy(const std::string& path, bool populate) {
+  auto file = std::make_shared<MappedFile>(path, populate);
   NpyHeader h = parse_npy_header(file->data(), file->size(), path);
   Tensor t;
   t.dtype = h.dtype;

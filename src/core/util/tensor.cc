@@ -46,7 +46,7 @@ HeapBuffer::HeapBuffer(const void* src, size_t size) : HeapBuffer(size) {
   if (size) std::memcpy(bytes_.get(), src, size);
 }
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+MappedFile::MappedFile(const std::string& path, bool populate) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw IoError(path, "cannot open", errno);
   struct stat st;
@@ -61,7 +61,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
-    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
     if (data_ == MAP_FAILED) {
       int e = errno;
       data_ = nullptr;

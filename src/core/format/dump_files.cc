@@ -1,4 +1,4 @@
-#include "dump_scan.h"
+#include "opdump/dump_files.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 namespace fs = std::filesystem;
 
-namespace opdump::cli {
+namespace opdump {
 
 std::string base_name(const std::string& path) {
   size_t slash = path.find_last_of('/');
@@ -50,4 +50,4 @@ std::vector<DumpFile> scan_dump(const std::string& path) {
   return out;
 }
 
-}  // namespace opdump::cli
+}  // namespace opdump

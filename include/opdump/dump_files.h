@@ -1,9 +1,9 @@
-// Finds the dump files below a path and tells their kind.
+// Finds the dump files below a path and tells their kind (npy, Ascend bin, statistic.csv).
 #pragma once
 #include <string>
 #include <vector>
 
-namespace opdump::cli {
+namespace opdump {
 
 enum class DumpFileKind { Npy, Bin, StatisticCsv, Other };
 
@@ -19,4 +19,4 @@ std::vector<DumpFile> scan_dump(const std::string& path);
 DumpFileKind classify(const std::string& path);
 std::string base_name(const std::string& path);
 
-}  // namespace opdump::cli
+}  // namespace opdump

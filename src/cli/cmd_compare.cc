@@ -1,0 +1,66 @@
+// opdump compare TARGET REF -o OUT: the accuracy analyzer.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "commands.h"
+#include "opdump/compare.h"
+#include "opdump/error.h"
+#include "opdump/layout.h"
+
+namespace opdump::cli {
+
+void add_compare_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("compare",
+                                 "Compare two dumps operator by operator and name the first operator where they part");
+  static std::string target, reference, out, mapping, thresholds;
+  static bool kl = false, no_align = false, quiet = false;
+  static unsigned threads = 0;
+  cmd->add_option("TARGET", target, "The dump under test (folder or file)")->required();
+  cmd->add_option("REF", reference, "The reference dump (folder or file)")->required();
+  cmd->add_option("-o,--output", out, "Folder for compare_result.csv and compare_report.html")->required();
+  cmd->add_option("--mapping", mapping, "CSV of target_name,reference_name rules (names or name-regex(...))");
+  cmd->add_option("--thresholds", thresholds, "JSON file overriding the verdict thresholds (docs/compare.md)");
+  cmd->add_flag("--kl", kl, "Also compute the KL divergence (a second pass over the data)");
+  cmd->add_flag("--no-align", no_align, "Match by name only (no alignment by execution order and op type)");
+  cmd->add_option("--threads", threads, "Worker threads (default: all cores)");
+  cmd->add_flag("-q,--quiet", quiet, "No progress bar");
+  cmd->callback([exit_code] {
+    CompareOptions o;
+    o.metrics.kl_divergence = kl;
+    o.align_unmatched = !no_align;
+    o.threads = threads;
+    if (!mapping.empty()) o.mapping = load_mapping(mapping);
+    if (!thresholds.empty()) o.thresholds = load_thresholds(thresholds);
+    if (!quiet && ::isatty(2))
+      o.progress = [](size_t done, size_t total) {
+        if (done != total && done % 64) return;
+        const int width = 40, filled = static_cast<int>(width * done / std::max<size_t>(total, 1));
+        std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(),
+                     std::string(width - filled, '.').c_str(), done, total);
+        if (done == total) std::fputc('\n', stderr);
+      };
+    const auto t0 = std::chrono::steady_clock::now();
+    CompareResult r = compare_dumps(target, reference, o);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    make_dirs(out);
+    write_compare_csv(r, out + "/compare_result.csv");
+    write_compare_html(r, out + "/compare_report.html", "opdump compare: " + target + " vs " + reference);
+    std::printf("compared %zu tensor pairs (%.1f MB in %.2f s, %.2f GB/s): %zu pass, %zu warning, %zu error, "
+                "%zu not compared; %zu unmatched, %zu matched by execution order\n",
+                r.rows.size() - r.unmatched, r.bytes_compared / 1e6, secs, r.bytes_compared / secs / 1e9, r.passed,
+                r.warnings, r.errors, r.not_compared, r.unmatched, r.aligned);
+    const auto& f = r.first_divergence;
+    if (f.found)
+      std::printf("first divergence: %s (%s, %s, group %s)\n", f.op_name.c_str(), f.op_type.c_str(),
+                  f.backward ? "backward" : "forward", f.group.c_str());
+    else
+      std::printf("no divergence found\n");
+    std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", out.c_str(), out.c_str());
+    *exit_code = kExitOk;
+  });
+}
+
+}  // namespace opdump::cli

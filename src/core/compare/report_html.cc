@@ -1,0 +1,137 @@
+// The comparison as one self-contained HTML page: a summary naming the first divergence, the
+// error along execution order on a log scale (inline SVG), and a sortable, filterable table.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "opdump/compare.h"
+#include "opdump/writer.h"
+
+namespace opdump {
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.6g}", v);
+}
+
+// The error plotted per row: relative euclidean distance (statistics rows: worst relative diff).
+double row_error(const CompareRow& r) {
+  if (!r.compared) return NAN;
+  if (r.statistics_only) {
+    double w = 0;
+    for (double v : r.stat_rel) w = std::max(w, std::fabs(v));
+    return w;
+  }
+  return r.metrics.rel_euclidean;
+}
+
+std::string chart(const CompareResult& result) {
+  const double W = 1000, H = 260, L = 60, B = 30, T = 10;
+  std::vector<std::pair<size_t, double>> pts;
+  for (const auto& r : result.rows) {
+    double e = row_error(r);
+    if (std::isfinite(e)) pts.emplace_back(r.index, std::max(e, 1e-12));
+  }
+  std::string svg = fmt::format(
+      "<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
+      "aria-label=\"error along execution order\">",
+      W, H);
+  const double lo = -12, hi = 2;
+  auto y_of = [&](double e) { return T + (hi - std::clamp(std::log10(e), lo, hi)) / (hi - lo) * (H - T - B); };
+  const double n = std::max<size_t>(1, result.rows.size());
+  auto x_of = [&](size_t i) { return L + (W - L - 10) * (static_cast<double>(i) / n); };
+  for (int d = static_cast<int>(lo); d <= hi; d += 2)
+    svg += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text x=\"4\" "
+                       "y=\"{:.1f}\" font-size=\"11\">1e{}</text>",
+                       L, W - 10, y_of(std::pow(10, d)), y_of(std::pow(10, d)), y_of(std::pow(10, d)) + 4, d);
+  std::string path;
+  for (const auto& [i, e] : pts) path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", x_of(i), y_of(e));
+  svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#3366cc\" stroke-width=\"1.2\"/>";
+  for (const auto& r : result.rows) {
+    const double e = row_error(r);
+    if (!std::isfinite(e) || r.verdict == Verdict::Pass) continue;
+    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", x_of(r.index),
+                       y_of(std::max(e, 1e-12)), r.verdict == Verdict::Error ? "#d62728" : "#e6a700");
+  }
+  if (result.first_divergence.found) {
+    const double x = x_of(result.first_divergence.row);
+    svg += fmt::format("<line id=\"first-divergence\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" "
+                       "stroke=\"#d62728\" stroke-dasharray=\"4 3\"/><text x=\"{3:.1f}\" y=\"{4}\" font-size=\"12\" "
+                       "fill=\"#d62728\">first divergence</text>",
+                       x, T, H - B, x + 4, T + 12);
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\">tensors in execution order (relative euclidean "
+                     "distance, log scale)</text></svg>",
+                     L, H - 8);
+  return svg;
+}
+
+}  // namespace
+
+void write_compare_html(const CompareResult& result, const std::string& path, const std::string& title) {
+  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>" + escape(title) +
+                     "</title><style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse;"
+                     "font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}th{cursor:pointer;background:#f3f3f3}"
+                     "tr.error td{background:#fbdada}tr.warning td{background:#fff3c4}.num{text-align:right}"
+                     "</style></head><body>";
+  html += "<h1>" + escape(title) + "</h1>";
+  html += fmt::format("<p id=\"summary\">{} rows: {} pass, {} warning, {} error, {} not compared; {} unmatched, {} "
+                      "matched by execution order.</p>",
+                      result.rows.size(), result.passed, result.warnings, result.errors, result.not_compared,
+                      result.unmatched, result.aligned);
+  const auto& f = result.first_divergence;
+  html += f.found ? "<p id=\"first\"><b>First divergence</b>: " + escape(f.op_name) + " (" + escape(f.op_type) + ", " +
+                        (f.backward ? "backward" : "forward") + ", group " + escape(f.group) + ", row " +
+                        std::to_string(f.row) + ")</p>"
+                  : "<p id=\"first\">No divergence found.</p>";
+  html += chart(result);
+  html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";
+  html += "<table id=\"rows\"><thead><tr><th>#</th><th>group</th><th>op type</th><th>target</th><th>reference</th>"
+          "<th>tensor</th><th>shape</th><th>match</th><th>cosine</th><th>max abs err</th><th>max rel err</th>"
+          "<th>rel euclidean</th><th>result</th><th>reason</th></tr></thead><tbody>";
+  for (const auto& r : result.rows) {
+    const DumpEntry* e = r.target ? r.target : r.reference;
+    const bool m = r.compared && !r.statistics_only;
+    html += fmt::format(
+        "<tr class=\"{}\"><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}.{}</td>"
+        "<td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+        to_string(r.verdict), r.index, escape(e->group), escape(e->op_type), escape(r.target ? r.target->op_name : ""),
+        escape(r.reference ? r.reference->op_name : ""), to_string(e->io), e->slot, shape_to_string(e->shape),
+        !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name",
+        m ? num(r.metrics.cosine) : "", m ? num(r.metrics.max_abs_err) : "", m ? num(r.metrics.max_rel_err) : "",
+        r.compared ? num(row_error(r)) : "", to_string(r.verdict), escape(r.reason));
+  }
+  html += "</tbody></table><script>"
+          "const tb=document.querySelector('#rows tbody');"
+          "document.getElementById('filter').addEventListener('input',e=>{const q=e.target.value.toLowerCase();"
+          "for(const tr of tb.rows)tr.style.display=tr.textContent.toLowerCase().includes(q)?'':'none';});"
+          "document.querySelectorAll('#rows th').forEach((th,i)=>th.addEventListener('click',()=>{"
+          "const rows=[...tb.rows];const asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';"
+          "const v=r=>{const t=r.cells[i].textContent;const n=parseFloat(t);return isNaN(n)?t:n;};"
+          "rows.sort((a,b)=>{const x=v(a),y=v(b);return (x>y?1:x<y?-1:0)*(asc?1:-1);});"
+          "rows.forEach(r=>tb.appendChild(r));}));"
+          "</script></body></html>\n";
+  AtomicFileWriter out(path);
+  out.write(html);
+  out.commit();
+}
+
+}  // namespace opdump
