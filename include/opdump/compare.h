@@ -80,6 +80,7 @@ struct Thresholds {
   double error_cosine_hard = 0.9;    // error when cosine < this whatever the absolute error
   double warning_cosine = 0.999;     // warning when cosine < this and max abs err > warning_max_abs
   double warning_max_abs = 1e-4;
+  double warning_rel_euclidean = 1e-4;  // or when the relative euclidean distance exceeds this
   double stats_error_rel = 0.05;     // statistics-only rows: relative difference of max/min/avg/l2norm
   double stats_warning_rel = 0.005;
 };
@@ -106,7 +107,8 @@ struct FirstDivergence {
   std::string op_type;
   std::string op_name;
   bool backward = false;
-  size_t row = 0;  // first output row that failed
+  bool inputs_agree = true;  // false: its inputs already differ (the runs parted earlier)
+  size_t row = 0;            // first output row that failed
 };
 
 struct CompareOptions {

@@ -82,15 +82,20 @@ void add_demo_command(CLI::App& app, int* exit_code) {
               "and show what was dumped");
   static std::string out_dir = "opdump-demo-out";
   static int iterations = 4;
-  static bool builtin = false;
+  static bool builtin = false, plant_bug = false;
   cmd->add_option("-o,--output", out_dir, "Dump folder (replaces the config's path)");
   cmd->add_option("--iterations", iterations, "Iterations to run")->check(CLI::Range(1, 1000));
   cmd->add_flag("--no-torch", builtin, "Run the plain C++ perceptron even when the PyTorch demo is built");
+  cmd->add_flag("--plant-bug", plant_bug, "PyTorch demo: make one batch_norm slightly wrong (for opdump compare)");
   cmd->callback([exit_code] {
     const std::string demo = builtin ? "" : torch_demo_path();
     if (!demo.empty()) {
       const std::string its = std::to_string(iterations);
-      ::execl(demo.c_str(), demo.c_str(), "--output", out_dir.c_str(), "--iterations", its.c_str(), nullptr);
+      if (plant_bug)
+        ::execl(demo.c_str(), demo.c_str(), "--output", out_dir.c_str(), "--iterations", its.c_str(), "--plant-bug",
+                nullptr);
+      else
+        ::execl(demo.c_str(), demo.c_str(), "--output", out_dir.c_str(), "--iterations", its.c_str(), nullptr);
       throw Error("cannot run " + demo + ": " + std::strerror(errno));
     }
     ParseOptions po;

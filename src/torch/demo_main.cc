@@ -1,6 +1,6 @@
 // opdump demo: trains a small AlexNet-like CNN (seed 001's example, scaled down) on generated
 // data with dumping configured by examples/demo_config.json, then says what was dumped.
-//   opdump_demo [--config FILE] [--output DIR] [--iterations N]
+//   opdump_demo [--config FILE] [--output DIR] [--iterations N] [--plant-bug]
 #include <torch/torch.h>
 
 #include <chrono>
@@ -18,12 +18,17 @@ namespace {
 struct AlexNetSmallImpl : torch::nn::Module {
   torch::nn::Conv2d conv1{torch::nn::Conv2dOptions(3, 16, 3).padding(1)};
   torch::nn::Conv2d conv2{torch::nn::Conv2dOptions(16, 32, 3).padding(1)};
+  torch::nn::BatchNorm2d bn2{torch::nn::BatchNorm2dOptions(32)};
   torch::nn::Conv2d conv3{torch::nn::Conv2dOptions(32, 32, 3).padding(1)};
   torch::nn::Linear fc1{32 * 4 * 4, 128}, fc2{128, 64}, fc3{64, 10};
 
-  AlexNetSmallImpl() {
+  // plant_bug: bn2 computes with a different epsilon, a slightly wrong batch_norm that
+  // `opdump compare` should name as the first divergence.
+  explicit AlexNetSmallImpl(bool plant_bug) {
+    if (plant_bug) bn2->options.eps(1e-2);
     register_module("conv1", conv1);
     register_module("conv2", conv2);
+    register_module("bn2", bn2);
     register_module("conv3", conv3);
     register_module("fc1", fc1);
     register_module("fc2", fc2);
@@ -36,6 +41,7 @@ struct AlexNetSmallImpl : torch::nn::Module {
     x = layer("relu-ReLU", [&] { return torch::relu(x); });
     x = layer("max_pool2d-MaxPool2d", [&] { return torch::max_pool2d(x, 2); });
     x = layer("conv2-Conv2d", [&] { return conv2(x); });
+    x = layer("bn2-BatchNorm2d", [&] { return bn2(x); });
     x = layer("relu-ReLU", [&] { return torch::relu(x); });
     x = layer("max_pool2d-MaxPool2d", [&] { return torch::max_pool2d(x, 2); });
     x = layer("conv3-Conv2d", [&] { return conv3(x); });
@@ -54,6 +60,12 @@ struct AlexNetSmallImpl : torch::nn::Module {
   }
 };
 TORCH_MODULE(AlexNetSmall);
+
+bool has_flag(int argc, char** argv, const std::string& flag) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i] == flag) return true;
+  return false;
+}
 
 std::string arg_value(int argc, char** argv, const std::string& flag, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -77,11 +89,12 @@ int main(int argc, char** argv) {
 
     torch::manual_seed(0);
     torch::set_num_threads(2);
-    AlexNetSmall net;
+    const bool plant_bug = has_flag(argc, argv, "--plant-bug");
+    AlexNetSmall net(plant_bug);
     torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
     const auto t0 = std::chrono::steady_clock::now();
-    std::printf("opdump demo: training AlexNetSmall on generated data, dumping iterations %s\n",
-                config.iterations.to_string().c_str());
+    std::printf("opdump demo: training AlexNetSmall%s on generated data, dumping iterations %s\n",
+                plant_bug ? " (with a planted bug in bn2)" : "", config.iterations.to_string().c_str());
     for (int it = 0; it < iterations; ++it) {
       torch::Tensor x = torch::randn({8, 3, 32, 32});
       torch::Tensor y = torch::randint(0, 10, {8});
@@ -98,16 +111,16 @@ int main(int argc, char** argv) {
       opdump::step();
     }
     auto dumper = opdump::Runtime::instance().dumper();
-    const opdump::DumpCounters c = dumper->counters();
     const std::string root = dumper->run_root();
     const opdump::WriterReport r = opdump::finalize_dump();
+    const opdump::DumpCounters c = dumper->counters();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("dumped %llu op executions (forward and backward, api level): %llu tensor files, %.1f MB, "
                 "%llu statistic rows\n",
                 static_cast<unsigned long long>(c.ops), static_cast<unsigned long long>(r.files_written),
                 r.bytes_written / 1e6, static_cast<unsigned long long>(c.stat_rows));
     std::printf("folder: %s\ntime:   %.2f s\n", root.c_str(), secs);
-    std::printf("next:   build/opdump stats %s/AlexNetSmall/0/1 | head\n", root.c_str());
+    std::printf("next:   build/opdump stats %s/AlexNetSmall/0/0 | head\n", root.c_str());
     if (!r.ok()) {
       std::fprintf(stderr, "opdump demo: %llu files lost: %s\n", static_cast<unsigned long long>(r.files_lost),
                    r.first_error.c_str());

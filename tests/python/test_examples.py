@@ -14,7 +14,7 @@ import dump_reader as dr
 def test_torch_demo_dumps_and_its_statistics_match(run, tmp_path):
     proc = run("demo", "-o", tmp_path / "demo", check=0)
     assert "dumped" in proc.stdout and "folder:" in proc.stdout
-    folder = tmp_path / "demo" / "rank_0" / "AlexNetSmall" / "0" / "1"
+    folder = tmp_path / "demo" / "rank_0" / "AlexNetSmall" / "0" / "0"
     files = dr.tensors(str(folder))
     rows = dr.statistics(str(folder))
     assert len(files) == len(rows) > 100

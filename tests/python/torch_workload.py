@@ -15,18 +15,26 @@ import torch.nn.functional as F
 
 
 class Small(nn.Module):
-    """Conv -> BN -> ReLU -> pool -> Linear: every kind of op a training step has, quickly."""
+    """Conv -> BN -> ReLU -> pool -> Linear: every kind of op a training step has, quickly.
+
+    OPDUMP_TEST_PLANT_BUG=1 gives bn1 a different eps (a slightly wrong batch_norm);
+    OPDUMP_TEST_RENAME=1 calls conv1 "stem" (same computation, other names)."""
 
     def __init__(self):
         super().__init__()
-        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
-        self.bn1 = nn.BatchNorm2d(8)
+        conv = nn.Conv2d(3, 8, 3, padding=1)
+        if os.environ.get("OPDUMP_TEST_RENAME"):
+            self.stem = conv
+        else:
+            self.conv1 = conv
+        self.bn1 = nn.BatchNorm2d(8, eps=1e-2 if os.environ.get("OPDUMP_TEST_PLANT_BUG") else 1e-5)
         self.relu = nn.ReLU(inplace=True)
         self.pool = nn.MaxPool2d(2)
         self.fc = nn.Linear(8 * 8 * 8, 10)
 
     def forward(self, x):
-        x = self.pool(self.relu(self.bn1(self.conv1(x))))
+        conv = self.stem if hasattr(self, "stem") else self.conv1
+        x = self.pool(self.relu(self.bn1(conv(x))))
         return self.fc(torch.flatten(x, 1))
 
 
@@ -63,6 +71,7 @@ def main():
     p.add_argument("--register-before", action="store_true", help="register the model before set_dump")
     p.add_argument("--mark", action="store_true", help="set_dump(model.fc) for dump_mode 2")
     p.add_argument("--distributed", action="store_true")
+    p.add_argument("--bf16", action="store_true", help="forward under CPU autocast to bfloat16")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -93,7 +102,9 @@ def main():
     losses = []
     for x, y in data:
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            out = model(x)
+        loss = F.cross_entropy(out.float(), y)
         loss.backward()
         opt.step()
         losses.append(loss.item())

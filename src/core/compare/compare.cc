@@ -43,7 +43,8 @@ Thresholds load_thresholds(const std::string& path) {
   const std::pair<const char*, double*> fields[] = {
       {"error_cosine", &t.error_cosine},       {"error_max_abs", &t.error_max_abs},
       {"error_cosine_hard", &t.error_cosine_hard}, {"warning_cosine", &t.warning_cosine},
-      {"warning_max_abs", &t.warning_max_abs},  {"stats_error_rel", &t.stats_error_rel},
+      {"warning_max_abs", &t.warning_max_abs},  {"warning_rel_euclidean", &t.warning_rel_euclidean},
+      {"stats_error_rel", &t.stats_error_rel},
       {"stats_warning_rel", &t.stats_warning_rel}};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
@@ -177,7 +178,8 @@ void judge(CompareRow& r, const Thresholds& t) {
     r.reason = "one side is all zero";
   } else if (m.cosine < t.error_cosine_hard || (m.cosine < t.error_cosine && m.max_abs_err > t.error_max_abs)) {
     r.verdict = Verdict::Error;
-  } else if (m.cosine < t.warning_cosine && m.max_abs_err > t.warning_max_abs) {
+  } else if ((m.cosine < t.warning_cosine && m.max_abs_err > t.warning_max_abs) ||
+             m.rel_euclidean > t.warning_rel_euclidean) {
     r.verdict = Verdict::Warning;
   } else {
     r.verdict = Verdict::Pass;
@@ -367,8 +369,9 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   }
 
   // First divergence: the earliest op (target execution order) whose compared inputs all pass
-  // and one of whose outputs fails; errors first, then warnings.
-  for (Verdict wanted : {Verdict::Error, Verdict::Warning}) {
+  // and one of whose outputs does not (warning or error). When every failing op already has a
+  // failing input (the runs parted before the dumped iterations), the earliest failing op.
+  for (bool require_inputs : {true, false}) {
     size_t i = 0;
     while (i < result.rows.size() && !result.first_divergence.found) {
       const CompareRow& head = result.rows[i];
@@ -379,14 +382,15 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
       while (j < result.rows.size() && result.rows[j].target && result.rows[j].target->group == head.target->group &&
              result.rows[j].target->key_name == head.target->key_name) {
         const CompareRow& r = result.rows[j];
-        if (r.target->io == IoKind::Input && (r.verdict == Verdict::Error || r.verdict == Verdict::Warning))
-          inputs_ok = false;
-        if (r.target->io == IoKind::Output && r.verdict == wanted && failing_output < 0) failing_output = static_cast<int>(j);
+        const bool failed = r.verdict == Verdict::Error || r.verdict == Verdict::Warning;
+        if (r.target->io == IoKind::Input && failed) inputs_ok = false;
+        if (r.target->io == IoKind::Output && failed && failing_output < 0) failing_output = static_cast<int>(j);
         ++j;
       }
-      if (inputs_ok && failing_output >= 0) {
+      if ((inputs_ok || !require_inputs) && failing_output >= 0) {
         auto& f = result.first_divergence;
         f.found = true;
+        f.inputs_agree = inputs_ok;
         f.group = head.target->group;
         f.op_type = head.target->op_type;
         f.op_name = head.target->op_name;

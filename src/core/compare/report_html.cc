@@ -99,7 +99,9 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
   const auto& f = result.first_divergence;
   html += f.found ? "<p id=\"first\"><b>First divergence</b>: " + escape(f.op_name) + " (" + escape(f.op_type) + ", " +
                         (f.backward ? "backward" : "forward") + ", group " + escape(f.group) + ", row " +
-                        std::to_string(f.row) + ")</p>"
+                        std::to_string(f.row) + ")" +
+                        (f.inputs_agree ? "" : "; its inputs already differ: the runs parted before the dumped data") +
+                        "</p>"
                   : "<p id=\"first\">No divergence found.</p>";
   html += chart(result);
   html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";

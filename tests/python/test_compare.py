@@ -1,0 +1,232 @@
+"""opdump compare: metrics against an independent float64 numpy computation, edge cases,
+matching (names, execution order, mapping files), verdicts and the first divergence."""
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import ms_config
+
+EPS64 = np.finfo(np.float64).eps
+
+
+def reference_metrics(x, y):
+    x = x.astype(np.float64).ravel()
+    y = y.astype(np.float64).ravel()
+    bad = ~np.isfinite(x) | ~np.isfinite(y)
+    x = np.where(bad, 0, x)
+    y = np.where(bad, 0, y)
+    d = np.abs(x - y)
+    ay = np.abs(y)
+    rel = np.where(ay > EPS64, d / np.where(ay > EPS64, ay, 1), 0)
+    nx, ny = np.linalg.norm(x), np.linalg.norm(y)
+    cos = 1.0 if x.size == 1 or (nx == 0 and ny == 0) else (np.nan if nx == 0 or ny == 0 else min(1.0, x @ y / (nx * ny)))
+    return {
+        "CosineSimilarity": cos,
+        "MaxAbsoluteError": d.max(),
+        "MaxRelativeError": rel.max(),
+        "MeanRelativeError": rel.mean(),
+        "AccumulatedRelativeError": rel.sum(),
+        "RelativeEuclideanDistance": 0 if ny <= EPS64 else np.sqrt((d * d).sum() / (y * y).sum()),
+        "EuclideanDistance": np.sqrt((d * d).sum()),
+        "MeanAbsoluteError": d.mean(),
+        "RootMeanSquareError": np.sqrt((d * d).mean()),
+        "OneThousandthErrRatio": np.mean(d / (ay + np.finfo(np.float32).eps) < 0.001),
+        "FiveThousandthsErrRatio": np.mean(d / (ay + np.finfo(np.float32).eps) < 0.005),
+        "SQNR": np.inf if (d * d).sum() == 0 else 10 * np.log10((y * y).sum() / (d * d).sum()),
+        "means": (x.mean(), x.std(), y.mean(), y.std()),
+    }
+
+
+def kl_reference(x, y):
+    def norm(a):
+        a = np.where(np.isfinite(a), a, 0).astype(np.float64).ravel()
+        lo, hi = a.min(), a.max()
+        a = (a - lo) / (hi - lo) if hi > lo else a
+        a = np.maximum(a, np.finfo(np.float32).eps)
+        return a / a.sum()
+    p, q = norm(x), norm(y)
+    return float(np.sum(p * np.log(p / q)))
+
+
+def compare_files(run, tmp_path, x, y, extra=()):
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    run("compare", tmp_path / "x.npy", tmp_path / "y.npy", "-o", tmp_path / "out", "-q", *extra, check=0)
+    rows = list(csv.DictReader(open(tmp_path / "out" / "compare_result.csv")))
+    assert len(rows) == 1
+    return rows[0]
+
+
+def check_against_numpy(row, x, y):
+    ref = reference_metrics(x, y)
+    for key, value in ref.items():
+        if key == "means":
+            continue
+        got = float(row[key])
+        if np.isnan(value):
+            assert np.isnan(got), key
+        elif np.isinf(value):
+            assert got == value, key
+        else:
+            assert got == pytest.approx(value, rel=2e-5, abs=1e-12), key
+    mx, sx, my, sy = ref["means"]
+    parts = row["StandardDeviation"].replace("(", "").replace(")", "").replace(",", ";").split(";")
+    for got, want in zip(map(float, parts), (mx, sx, my, sy)):
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 3_000_000])
+def test_random_data_matches_numpy(run, tmp_path, n):
+    rng = np.random.default_rng(n)
+    y = rng.standard_normal(n).astype(np.float32)
+    x = (y + rng.standard_normal(n).astype(np.float32) * 1e-3).astype(np.float32)
+    row = compare_files(run, tmp_path, x, y, ("--kl",))
+    check_against_numpy(row, x, y)
+    if n > 1:
+        assert float(row["KullbackLeiblerDivergence"]) == pytest.approx(kl_reference(x, y), rel=1e-4, abs=1e-9)
+
+
+def test_nan_inf_at_the_same_positions_count_as_zero(run, tmp_path):
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal(5000)
+    x = y * 1.01
+    for i, v in ((3, np.nan), (10, np.inf), (4999, -np.inf)):
+        x[i] = v
+        y[i] = v
+    row = compare_files(run, tmp_path, x, y)
+    check_against_numpy(row, x, y)
+    assert row["Result"] in ("pass", "warning", "error")
+
+
+def test_nan_at_different_positions_is_flagged(run, tmp_path):
+    y = np.ones(100, np.float32)
+    x = y.copy()
+    x[7] = np.nan
+    row = compare_files(run, tmp_path, x, y)
+    assert row["Result"] == "error" and "nan do not match" in row["CompareFailReason"]
+
+
+def test_zero_tensors_scalars_and_empty(run, tmp_path):
+    row = compare_files(run, tmp_path, np.zeros(10, np.float32), np.zeros(10, np.float32))
+    assert float(row["CosineSimilarity"]) == 1 and row["Result"] == "pass"
+    row = compare_files(run, tmp_path, np.ones(10, np.float32), np.zeros(10, np.float32))
+    assert row["CosineSimilarity"] == "NaN" and row["Result"] == "error"
+    row = compare_files(run, tmp_path, np.float32(2.0).reshape(()), np.float32(3.0).reshape(()))
+    assert float(row["CosineSimilarity"]) == 1 and float(row["MaxAbsoluteError"]) == 1
+    row = compare_files(run, tmp_path, np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))
+    assert row["Result"] == "not compared" and "empty" in row["CompareFailReason"]
+
+
+def test_shape_mismatch_is_an_error_not_a_crash(run, tmp_path):
+    row = compare_files(run, tmp_path, np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))
+    assert row["Result"] == "error" and "shape mismatch" in row["CompareFailReason"]
+
+
+def test_dtype_mismatch_is_compared_after_widening(run, tmp_path):
+    y = np.random.default_rng(2).standard_normal(4096).astype(np.float32)
+    x = y.astype(np.float16)
+    row = compare_files(run, tmp_path, x, y)
+    check_against_numpy(row, x, y)
+    assert "float16 vs float32" in row["CompareFailReason"]
+
+
+def test_integer_tensors(run, tmp_path):
+    y = np.arange(-50, 50, dtype=np.int64)
+    x = y.copy()
+    x[0] = -49
+    row = compare_files(run, tmp_path, x, y)
+    check_against_numpy(row, x, y)
+
+
+# ---- whole dumps ----------------------------------------------------------------------------
+
+def rows_of(out):
+    return list(csv.DictReader(open(out / "compare_result.csv")))
+
+
+def test_identical_runs_pass_everywhere(workload, run, tmp_path):
+    a = workload("small", steps=1, config=ms_config(tmp_path / "a"))
+    b = workload("small", steps=1, config=ms_config(tmp_path / "b"))
+    proc = run("compare", a["report"]["root"], b["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    assert "no divergence found" in proc.stdout
+    rows = rows_of(tmp_path / "out")
+    assert len(rows) > 50
+    assert all(r["Match"] == "name" for r in rows)
+    assert {r["Result"] for r in rows} <= {"pass", "not compared"}
+
+
+def test_planted_bug_is_the_first_divergence(workload, run, tmp_path):
+    good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
+    bad = workload("small", steps=1, config=ms_config(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    proc = run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    line = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
+    assert "Default_net-Small_bn1-BatchNorm2d_batch_norm-op" in line and "forward" in line, proc.stdout
+    html = (tmp_path / "out" / "compare_report.html").read_text()
+    assert 'id="first-divergence"' in html and "<svg" in html
+
+
+def test_renamed_modules_are_aligned_by_execution_order(workload, run, tmp_path):
+    a = workload("small", steps=1, config=ms_config(tmp_path / "a"))
+    b = workload("small", steps=1, config=ms_config(tmp_path / "b"), env={"OPDUMP_TEST_RENAME": "1"})
+    run("compare", a["report"]["root"], b["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    rows = rows_of(tmp_path / "out")
+    aligned = [r for r in rows if r["Match"] == "aligned"]
+    assert aligned and all("conv1-Conv2d" in r["Target"] and "stem-Conv2d" in r["Reference"]
+                           for r in aligned if r["OpType"] == "conv2d")
+    assert not [r for r in rows if r["Match"].endswith("only")]
+    assert {r["Result"] for r in rows} <= {"pass", "not compared"}
+    # --no-align lists them as unmatched instead, never drops them
+    run("compare", a["report"]["root"], b["report"]["root"], "-o", tmp_path / "out2", "-q", "--no-align", check=0)
+    rows2 = rows_of(tmp_path / "out2")
+    assert len([r for r in rows2 if r["Match"] == "target only"]) == len(aligned)
+    assert len([r for r in rows2 if r["Match"] == "reference only"]) == len(aligned)
+
+
+def test_mapping_file_matches_renamed_ops(workload, run, tmp_path):
+    a = workload("small", steps=1, config=ms_config(tmp_path / "a"))
+    b = workload("small", steps=1, config=ms_config(tmp_path / "b"), env={"OPDUMP_TEST_RENAME": "1"})
+    (tmp_path / "map.csv").write_text("# conv1 was renamed stem\nname-regex((.*)conv1-Conv2d(.*)),\\1stem-Conv2d\\2\n")
+    run("compare", a["report"]["root"], b["report"]["root"], "-o", tmp_path / "out", "-q", "--no-align",
+        "--mapping", tmp_path / "map.csv", check=0)
+    rows = rows_of(tmp_path / "out")
+    assert all(r["Match"] == "name" for r in rows)
+
+
+def test_statistics_only_dumps_are_compared_on_statistics(workload, run, tmp_path):
+    cfg = lambda p: ms_config(p, saved_data="statistic", common={"statistic_category": ["max", "min", "avg", "l2norm"]})
+    a = workload("small", steps=1, config=cfg(tmp_path / "a"))
+    b = workload("small", steps=1, config=cfg(tmp_path / "b"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    proc = run("compare", b["report"]["root"], a["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    rows = rows_of(tmp_path / "out")
+    assert rows and all(r["CosineSimilarity"] == "" for r in rows)
+    assert "batch_norm" in [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
+
+
+def test_thresholds_file_and_bad_input(run, tmp_path):
+    y = np.ones(100, np.float32)
+    x = y * 1.0001
+    (tmp_path / "t.json").write_text(json.dumps({"warning_cosine": 1.1, "warning_max_abs": 0, "warning_rel_euclidean": 1}))
+    row = compare_files(run, tmp_path, x, y, ("--thresholds", tmp_path / "t.json"))
+    assert row["Result"] == "warning"
+    (tmp_path / "bad.json").write_text(json.dumps({"cosine": 0.5}))
+    proc = run("compare", tmp_path / "x.npy", tmp_path / "y.npy", "-o", tmp_path / "o2", "--thresholds", tmp_path / "bad.json")
+    assert proc.returncode == 1 and "cosine" in proc.stderr
+    proc = run("compare", tmp_path / "nope", tmp_path / "y.npy", "-o", tmp_path / "o3")
+    assert proc.returncode == 1 and "nope" in proc.stderr
+
+
+def test_fp32_against_bf16_autocast(workload, run, tmp_path):
+    fp32 = workload("small", steps=1, config=ms_config(tmp_path / "fp32"))
+    bf16 = workload("small", steps=1, config=ms_config(tmp_path / "bf16"), extra=["--bf16"])
+    proc = run("compare", bf16["report"]["root"], fp32["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    rows = rows_of(tmp_path / "out")
+    matched = [r for r in rows if r["Match"] in ("name", "aligned")]
+    assert len(matched) > 0.8 * len(rows)
+    conv_out = [r for r in matched if r["OpType"] == "conv2d" and r["TensorIndex"] == "output.0"][0]
+    assert conv_out["TargetDataType"] == "float32"  # bfloat16 is saved as float32
+    assert 0.99 < float(conv_out["CosineSimilarity"]) < 1.0
+    first = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
+    assert "conv1-Conv2d_conv2d" in first and "forward" in first
