@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "opdump/dump_files.h"
 #include "opdump/ascend_bin.h"
+#include "opdump/device_format.h"
 #include "opdump/error.h"
 #include "opdump/layout.h"
 #include "opdump/npy.h"
@@ -83,7 +84,13 @@ struct Counts {
   int converted = 0, failed = 0;
 };
 
-void convert_bin(const DumpFile& f, const std::string& out_root, const std::string& to, Counts& counts) {
+struct ConvertOptions {
+  std::string to;
+  bool host_format = false;  // -f NCHW: device formats to NCHW / ND
+  Shape shape;               // --shape: the logical shape when the header has none
+};
+
+void convert_bin(const DumpFile& f, const std::string& out_root, const ConvertOptions& o, Counts& counts) {
   BinDump dump = read_ascend_bin(f.path);
   const std::string dir = out_folder_for(out_root, f);
   const std::string base = base_name(f.path);
@@ -93,8 +100,15 @@ void convert_bin(const DumpFile& f, const std::string& out_root, const std::stri
       const std::string what = std::string(pass == 0 ? "input" : "output") + "." + std::to_string(i);
       try {
         Tensor t = dump.tensor(list[i]);
+        if (o.host_format && list[i].format != 0 && list[i].format != 2) {
+          const Shape& logical = !list[i].original_shape.empty() ? list[i].original_shape : o.shape;
+          if (logical.empty())
+            throw FormatError(f.path, what + " is in " + bin_format_name(list[i].format) +
+                                          " and the header has no original shape: give --shape");
+          t = to_host_format(t, list[i].format, logical, f.path + " " + what);
+        }
         const std::string stem = dir + "/" + base + "." + what + "." + shape_to_dims(t.shape);
-        if (to == "txt") write_txt(t, stem + ".txt");
+        if (o.to == "txt") write_txt(t, stem + ".txt");
         else write_npy(stem + ".npy", t.view());
         ++counts.converted;
       } catch (const Error& e) {
@@ -118,18 +132,36 @@ void convert_npy(const DumpFile& f, const std::string& out_root, Counts& counts)
 void add_convert_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "convert", "Convert dump files: Ascend bin -> one npy per input/output; npy -> txt (one value per line)");
-  static std::string src, out, to;
+  static std::string src, out, to, format, shape_text;
   cmd->add_option("SRC", src, "A dump file or a folder of them")->required();
   cmd->add_option("-o,--output", out, "Folder for the converted files (created)")->required();
   cmd->add_option("--to", to, "Target format: npy (default for bin files) or txt (default for npy files)")
       ->check(CLI::IsMember({"npy", "txt"}));
+  cmd->add_option("-f,--format", format, "Convert device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NHWC, HWCN) to NCHW/ND")
+      ->check(CLI::IsMember({"NCHW", "ND"}));
+  cmd->add_option("--shape", shape_text, "Logical shape (e.g. 32,256,13,13) for tensors whose header has none");
   cmd->callback([exit_code] {
+    ConvertOptions o;
+    o.to = to.empty() ? "npy" : to;
+    o.host_format = !format.empty();
+    if (!shape_text.empty()) {
+      size_t start = 0;
+      while (start <= shape_text.size()) {
+        size_t comma = shape_text.find(',', start);
+        if (comma == std::string::npos) comma = shape_text.size();
+        const std::string d = shape_text.substr(start, comma - start);
+        if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos)
+          throw Error("--shape: \"" + shape_text + "\" is not a list of dimensions like 32,256,13,13");
+        o.shape.push_back(std::stoll(d));
+        start = comma + 1;
+      }
+    }
     std::vector<DumpFile> files = scan_dump(src);
     make_dirs(out);
     Counts counts;
     for (const auto& f : files) {
       try {
-        if (f.kind == DumpFileKind::Bin) convert_bin(f, out, to.empty() ? "npy" : to, counts);
+        if (f.kind == DumpFileKind::Bin) convert_bin(f, out, o, counts);
         else if (f.kind == DumpFileKind::Npy && to != "npy") convert_npy(f, out, counts);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());

@@ -123,3 +123,19 @@ def test_stats_of_a_bin_file(tmp_path, run):
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3
     assert "22" in lines[2]  # max of the output
+
+
+def test_convert_nc1hwc0_to_nchw_with_shape(tmp_path, run):
+    x = np.random.default_rng(4).standard_normal((2, 20, 3, 3)).astype(np.float32)
+    c1 = (20 + 15) // 16
+    padded = np.zeros((2, c1 * 16, 3, 3), np.float32)
+    padded[:, :20] = x
+    stored = padded.reshape(2, c1, 16, 3, 3).transpose(0, 1, 3, 4, 2).copy()  # N, C1, H, W, C0
+    (tmp_path / "dump").mkdir()
+    header = field(1, 2, b"2.0") + field(4, 2, tensor_msg(stored, fmt=3, size_field=5)) + field(6, 2, b"conv")
+    (tmp_path / "dump" / "Conv2D.conv.0.0.1").write_bytes(struct.pack("<Q", len(header)) + header + stored.tobytes())
+    proc = run("convert", tmp_path / "dump", "-o", tmp_path / "out", "-f", "NCHW")
+    assert proc.returncode == 1 and "--shape" in proc.stderr  # no original shape in this header
+    run("convert", tmp_path / "dump", "-o", tmp_path / "out2", "-f", "NCHW", "--shape", "2,20,3,3", check=0)
+    got = np.load(tmp_path / "out2" / "Conv2D.conv.0.0.1.input.0.2x20x3x3.npy")
+    assert np.array_equal(got, x)
