@@ -18,6 +18,7 @@ PACKAGES=(
   pybind11-dev              # Python module
   libtorch-dev              # PyTorch C++ adapter
   python3-torch python3-torchvision python3-numpy python3-pytest
+  python3-pandas python3-openpyxl  # tests read the compare reports as users would
 )
 
 missing=()

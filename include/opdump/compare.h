@@ -136,6 +136,8 @@ std::vector<std::pair<std::string, std::string>> load_mapping(const std::string&
 
 // Reports.
 void write_compare_csv(const CompareResult& result, const std::string& path);
+// rows_per_sheet: 0 = 1,048,500 (a smaller value is for tests).
+void write_compare_xlsx(const CompareResult& result, const std::string& path, uint32_t rows_per_sheet = 0);
 void write_compare_html(const CompareResult& result, const std::string& path, const std::string& title);
 
 }  // namespace opdump

@@ -16,16 +16,19 @@ void add_compare_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("compare",
                                  "Compare two dumps operator by operator and name the first operator where they part");
   static std::string target, reference, out, mapping, thresholds;
-  static bool kl = false, no_align = false, quiet = false;
+  static bool kl = false, no_align = false, quiet = false, xlsx = false;
+  static uint32_t rows_per_sheet = 0;
   static unsigned threads = 0;
   cmd->add_option("TARGET", target, "The dump under test (folder or file)")->required();
   cmd->add_option("REF", reference, "The reference dump (folder or file)")->required();
-  cmd->add_option("-o,--output", out, "Folder for compare_result.csv and compare_report.html")->required();
+  cmd->add_option("-o,--output", out, "Folder for compare_result.csv, compare_report.html (and .xlsx)")->required();
   cmd->add_option("--mapping", mapping, "CSV of target_name,reference_name rules (names or name-regex(...))");
   cmd->add_option("--thresholds", thresholds, "JSON file overriding the verdict thresholds (docs/compare.md)");
   cmd->add_flag("--kl", kl, "Also compute the KL divergence (a second pass over the data)");
   cmd->add_flag("--no-align", no_align, "Match by name only (no alignment by execution order and op type)");
   cmd->add_option("--threads", threads, "Worker threads (default: all cores)");
+  cmd->add_flag("--xlsx", xlsx, "Also write compare_result.xlsx (errors red, warnings yellow)");
+  cmd->add_option("--rows-per-sheet", rows_per_sheet, "xlsx rows per sheet (default 1048500)");
   cmd->add_flag("-q,--quiet", quiet, "No progress bar");
   cmd->callback([exit_code] {
     CompareOptions o;
@@ -48,6 +51,7 @@ void add_compare_command(CLI::App& app, int* exit_code) {
     make_dirs(out);
     write_compare_csv(r, out + "/compare_result.csv");
     write_compare_html(r, out + "/compare_report.html", "opdump compare: " + target + " vs " + reference);
+    if (xlsx) write_compare_xlsx(r, out + "/compare_result.xlsx", rows_per_sheet);
     std::printf("compared %zu tensor pairs (%.1f MB in %.2f s, %.2f GB/s): %zu pass, %zu warning, %zu error, "
                 "%zu not compared; %zu unmatched, %zu matched by execution order\n",
                 r.rows.size() - r.unmatched, r.bytes_compared / 1e6, secs, r.bytes_compared / secs / 1e9, r.passed,

@@ -230,3 +230,26 @@ def test_fp32_against_bf16_autocast(workload, run, tmp_path):
     assert 0.99 < float(conv_out["CosineSimilarity"]) < 1.0
     first = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
     assert "conv1-Conv2d_conv2d" in first and "forward" in first
+
+
+def test_reports_read_by_pandas_and_openpyxl(workload, run, tmp_path):
+    pandas = pytest.importorskip("pandas")
+    openpyxl = pytest.importorskip("openpyxl")
+    good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
+    bad = workload("small", steps=1, config=ms_config(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", "--xlsx",
+        "--rows-per-sheet", "40", check=0)
+    df = pandas.read_csv(tmp_path / "out" / "compare_result.csv")
+    assert len(df) > 50 and set(df["Result"]) <= {"pass", "warning", "error", "not compared"}
+    wb = openpyxl.load_workbook(tmp_path / "out" / "compare_result.xlsx")
+    sheets = wb.sheetnames
+    assert len(sheets) == (len(df) + 39) // 40  # a new sheet every 40 rows here
+    rows = [r for ws in wb.worksheets for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert len(rows) == len(df)
+    header = [c.value for c in wb.worksheets[0][1]]
+    result_col = header.index("Result")
+    colors = {}
+    for ws in wb.worksheets:
+        for r in ws.iter_rows(min_row=2):
+            colors.setdefault(r[result_col].value, set()).add(r[result_col].fill.fgColor.rgb)
+    assert colors["error"] == {"FFF8CBAD"} and colors.get("warning", {"FFFFE699"}) == {"FFFFE699"}
