@@ -19,6 +19,7 @@ PACKAGES=(
   libtorch-dev              # PyTorch C++ adapter
   python3-torch python3-torchvision python3-numpy python3-pytest
   python3-pandas python3-openpyxl  # tests read the compare reports as users would
+  chromium                  # tests render the HTML compare report headless
 )
 
 missing=()

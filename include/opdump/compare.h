@@ -68,6 +68,9 @@ struct MetricsOptions {
 TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const MetricsOptions& options,
                               bool* nan_position_mismatch);
 
+// Values [begin, begin + n) of a tensor as float64 (complex: interleaved real and imaginary).
+void widen_values(const TensorView& v, size_t begin, size_t n, double* out);
+
 // ---- comparison -----------------------------------------------------------------------------
 
 enum class Verdict { Pass, Warning, Error, NotCompared };
@@ -99,6 +102,9 @@ struct CompareRow {
   double stat_rel[4] = {0, 0, 0, 0};
   Verdict verdict = Verdict::NotCompared;
   std::string reason;  // why not compared, or what failed
+  // For the worst rows only (the HTML report's histograms): counts of |x - y| per decade,
+  // bin 0 = exactly 0, bin k = [1e(k-14), 1e(k-13)) for k = 1..25, bin 26 = larger.
+  std::vector<uint64_t> abs_err_histogram;
 };
 
 struct FirstDivergence {
@@ -115,6 +121,7 @@ struct CompareOptions {
   MetricsOptions metrics;
   Thresholds thresholds;
   bool align_unmatched = true;  // order/type alignment for names that differ
+  size_t histograms = 5;         // rows with the largest relative error that get a histogram
   // Target name -> reference name rules: exact names or name-regex(...) with \1 substitutions.
   std::vector<std::pair<std::string, std::string>> mapping;
   unsigned threads = 0;

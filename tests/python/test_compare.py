@@ -3,6 +3,8 @@ matching (names, execution order, mapping files), verdicts and the first diverge
 import csv
 import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -253,3 +255,28 @@ def test_reports_read_by_pandas_and_openpyxl(workload, run, tmp_path):
         for r in ws.iter_rows(min_row=2):
             colors.setdefault(r[result_col].value, set()).add(r[result_col].fill.fgColor.rgb)
     assert colors["error"] == {"FFF8CBAD"} and colors.get("warning", {"FFFFE699"}) == {"FFFFE699"}
+
+
+CHROMIUM = shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
+    good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
+    bad = workload("small", steps=1, config=ms_config(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    page = (tmp_path / "out" / "compare_report.html").as_uri()
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=3000"]
+    dom = subprocess.run(flags + ["--dump-dom", page], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "Uncaught" not in dom.stderr and ":CONSOLE" not in dom.stderr, dom.stderr[-2000:]
+    assert '<svg id="chart"' in dom.stdout and 'id="first-divergence"' in dom.stdout
+    assert "bn1-BatchNorm2d_batch_norm" in dom.stdout
+    shot = subprocess.run(flags + ["--window-size=1200,900", f"--screenshot={tmp_path / 'report.png'}", page],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0
+    png = (tmp_path / "report.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000  # a chart, not a blank page

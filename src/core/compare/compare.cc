@@ -161,6 +161,28 @@ Tensor load_entry(const DumpEntry& e) {
   return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);
 }
 
+std::vector<uint64_t> abs_error_histogram(const Tensor& x, const Tensor& y) {
+  std::vector<uint64_t> bins(27, 0);
+  const uint64_t n = x.numel() * (dtype_is_complex(x.dtype) ? 2 : 1);
+  std::vector<double> bx(4096), by(4096);
+  for (uint64_t b = 0; b < n; b += bx.size()) {
+    const size_t m = static_cast<size_t>(std::min<uint64_t>(bx.size(), n - b));
+    widen_values(x.view(), b, m, bx.data());
+    widen_values(y.view(), b, m, by.data());
+    for (size_t i = 0; i < m; ++i) {
+      const double d = std::fabs(bx[i] - by[i]);
+      if (!std::isfinite(d)) continue;
+      if (d == 0) {
+        ++bins[0];
+        continue;
+      }
+      const int k = static_cast<int>(std::floor(std::log10(d))) + 14;
+      ++bins[static_cast<size_t>(std::clamp(k, 1, 26))];
+    }
+  }
+  return bins;
+}
+
 void judge(CompareRow& r, const Thresholds& t) {
   if (!r.compared) {
     if (r.verdict != Verdict::Error) r.verdict = Verdict::NotCompared;
@@ -365,6 +387,24 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
       case Verdict::Warning: ++result.warnings; break;
       case Verdict::Error: ++result.errors; break;
       case Verdict::NotCompared: ++result.not_compared; break;
+    }
+  }
+
+  // Histograms of |x - y| for the worst rows (one more pass over those tensors only).
+  std::vector<size_t> worst;
+  for (size_t i = 0; i < result.rows.size(); ++i)
+    if (result.rows[i].compared && !result.rows[i].statistics_only && result.rows[i].metrics.rel_euclidean > 0)
+      worst.push_back(i);
+  std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) {
+    return result.rows[a].metrics.rel_euclidean > result.rows[b].metrics.rel_euclidean;
+  });
+  if (worst.size() > options.histograms) worst.resize(options.histograms);
+  for (size_t i : worst) {
+    CompareRow& r = result.rows[i];
+    try {
+      r.abs_err_histogram = abs_error_histogram(load_entry(*r.target), load_entry(*r.reference));
+    } catch (const Error&) {
+      // the row keeps its metrics; only the histogram is missing
     }
   }
 

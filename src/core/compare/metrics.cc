@@ -59,8 +59,10 @@ void widen_as(const void* p, size_t begin, size_t n, double* out) {
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(s[i]);
 }
 
+}  // namespace
+
 // Values [begin, begin + n) of a tensor as double.
-void widen(const TensorView& v, size_t begin, size_t n, double* out) {
+void widen_values(const TensorView& v, size_t begin, size_t n, double* out) {
   switch (v.dtype) {
     case DType::Float32: widen_as<float>(v.data, begin, n, out); return;
     case DType::Float64: std::memcpy(out, static_cast<const double*>(v.data) + begin, n * 8); return;
@@ -87,6 +89,10 @@ void widen(const TensorView& v, size_t begin, size_t n, double* out) {
     case DType::Complex128: std::memcpy(out, static_cast<const double*>(v.data) + begin, n * 8); return;
   }
 }
+
+namespace {
+
+void widen(const TensorView& v, size_t begin, size_t n, double* out) { widen_values(v, begin, n, out); }
 
 double dtype_epsilon(DType t) {
   switch (t) {

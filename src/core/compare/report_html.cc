@@ -83,6 +83,32 @@ std::string chart(const CompareResult& result) {
   return svg;
 }
 
+// Small bar charts of |x - y| per decade for the rows that got a histogram.
+std::string histograms(const CompareResult& result) {
+  std::string out;
+  for (const auto& r : result.rows) {
+    if (r.abs_err_histogram.empty()) continue;
+    const uint64_t peak = std::max<uint64_t>(1, *std::max_element(r.abs_err_histogram.begin(), r.abs_err_histogram.end()));
+    const double bw = 14, H = 80;
+    std::string svg = fmt::format("<svg class=\"hist\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">",
+                                  bw * 27 + 20, H + 30);
+    for (size_t k = 0; k < r.abs_err_histogram.size(); ++k) {
+      const double h = H * static_cast<double>(r.abs_err_histogram[k]) / static_cast<double>(peak);
+      svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#3366cc\"><title>{}: {}</title></rect>",
+                         10 + k * bw, 5 + H - h, bw - 2, h,
+                         k == 0 ? std::string("|x-y| = 0") : k == 26 ? std::string(">= 1e12") : fmt::format("[1e{}, 1e{})", int(k) - 14, int(k) - 13),
+                         r.abs_err_histogram[k]);
+    }
+    svg += fmt::format("<text x=\"10\" y=\"{}\" font-size=\"10\">0</text><text x=\"{}\" y=\"{}\" font-size=\"10\">1e-6</text>"
+                       "<text x=\"{}\" y=\"{}\" font-size=\"10\">1</text></svg>",
+                       H + 20, 10 + 8 * bw, H + 20, 10 + 14 * bw, H + 20);
+    out += "<div><p>row " + std::to_string(r.index) + ": " + escape(r.target->op_name) + " " +
+           std::string(to_string(r.target->io)) + "." + std::to_string(r.target->slot) + " (relative euclidean " +
+           num(r.metrics.rel_euclidean) + ")</p>" + svg + "</div>";
+  }
+  return out.empty() ? out : "<h2>|x - y| per decade, worst rows</h2>" + out;
+}
+
 }  // namespace
 
 void write_compare_html(const CompareResult& result, const std::string& path, const std::string& title) {
@@ -104,6 +130,7 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
                         "</p>"
                   : "<p id=\"first\">No divergence found.</p>";
   html += chart(result);
+  html += histograms(result);
   html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";
   html += "<table id=\"rows\"><thead><tr><th>#</th><th>group</th><th>op type</th><th>target</th><th>reference</th>"
           "<th>tensor</th><th>shape</th><th>match</th><th>cosine</th><th>max abs err</th><th>max rel err</th>"
