@@ -326,6 +326,7 @@ const std::unordered_set<std::string>& no_compute_ops() {
       "is_same_size", "is_nonzero", "flatten", "unflatten", "view_as", "split", "chunk", "unbind", "resize_",
       "set_", "item", "_local_scalar_dense", "requires_grad_", "retain_grad", "to", "_to_copy", "contiguous",
       "clone", "copy_", "zero_", "fill_", "uniform_", "normal_", "bernoulli_", "random_", "result_type",
+      "as_strided_", "resize_as_", "empty_like", "_empty_affine_quantized",
       "_has_compatible_shallow_copy_type", "record_stream", "output_nr", "_version", "is_leaf", "data",
   };
   return ops;
@@ -465,11 +466,13 @@ class Observer final : public RuntimeListener {
     std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
     if (!dumper) return ctx;
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
-    if (parent) parent->had_child = true;
+    const std::string op_type = std::strstr(name, "::") + 2;
+    // A kernel whose only children are views and metadata (mkldnn_convolution calling
+    // as_strided_) is still the innermost op that computes.
+    if (parent && !(dumper->config().skip_no_compute_ops && no_compute_ops().count(op_type))) parent->had_child = true;
     ts.open.push_back(ctx.get());
     const int base = ts.nodes.empty() ? 0 : ts.nodes.back().base_depth;
     const bool top = ctx->depth == base;
-    const std::string op_type = std::strstr(name, "::") + 2;
 
     std::string model;
     uint64_t model_id = 0;

@@ -280,3 +280,23 @@ def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
     assert shot.returncode == 0
     png = (tmp_path / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000  # a chart, not a blank page
+
+
+def test_kernel_names_of_another_device_are_aligned(workload, run, tmp_path):
+    """Kernel-level dumps name device kernels (mkldnn_convolution on CPU, cudnn_convolution on
+    CUDA): a CPU dump renamed the CUDA way must still line up op for op."""
+    cfg = lambda p: ms_config(p, level="kernel")
+    a = workload("small", steps=1, config=cfg(tmp_path / "a"))
+    b = workload("small", steps=1, config=cfg(tmp_path / "b"))
+    folder = os.path.join(b["report"]["root"], "net", "0", "0")
+    renamed = 0
+    for name in os.listdir(folder):
+        if "mkldnn_convolution" in name:
+            os.rename(os.path.join(folder, name), os.path.join(folder, name.replace("mkldnn_convolution", "cudnn_convolution")))
+            renamed += 1
+    assert renamed > 0
+    run("compare", a["report"]["root"], b["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    rows = rows_of(tmp_path / "out")
+    conv = [r for r in rows if "convolution" in r["OpType"] and "mkldnn" in r["Target"]]
+    assert conv and all(r["Match"] == "aligned" and "cudnn_convolution" in r["Reference"] for r in conv)
+    assert {r["Result"] for r in conv} == {"pass"}

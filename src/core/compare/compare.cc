@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -111,6 +112,21 @@ class NameMapping {
   std::map<std::string, std::string> exact_;
   std::vector<std::pair<std::unique_ptr<RE2>, std::string>> regex_;
 };
+
+// The op type used for alignment: backend prefixes and suffixes removed, so that the kernels one
+// device runs line up with another's (mkldnn_convolution / cudnn_convolution -> convolution).
+std::string alignment_type(const std::string& type) {
+  static const char* prefixes[] = {"mkldnn_", "cudnn_", "miopen_", "_nnpack_", "thnn_", "slow_", "_slow_", "npu_", "xpu_", "_mps_"};
+  static const char* suffixes[] = {"_cpu", "_cuda", "_npu", "_mkldnn", "_cudnn"};
+  std::string t = type;
+  for (const char* p : prefixes)
+    if (t.rfind(p, 0) == 0) t = t.substr(std::strlen(p));
+  for (const char* x : suffixes) {
+    const size_t n = std::strlen(x);
+    if (t.size() > n && t.compare(t.size() - n, n, x) == 0) t.resize(t.size() - n);
+  }
+  return t;
+}
 
 // Ops of one group in execution order: (name, type) of entries not matched by name.
 struct OpSeq {
@@ -299,7 +315,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
         auto& v = t_tensors[{T[i].group, T[i].key_name}];
         if (v.empty()) {
           groups[T[i].group].first.names.push_back(T[i].key_name);
-          groups[T[i].group].first.types.push_back(T[i].op_type);
+          groups[T[i].group].first.types.push_back(alignment_type(T[i].op_type));
         }
         v.push_back(i);
       }
@@ -308,7 +324,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
         auto& v = r_tensors[{R[j].group, R[j].key_name}];
         if (v.empty()) {
           groups[R[j].group].second.names.push_back(R[j].key_name);
-          groups[R[j].group].second.types.push_back(R[j].op_type);
+          groups[R[j].group].second.types.push_back(alignment_type(R[j].op_type));
         }
         v.push_back(j);
       }
