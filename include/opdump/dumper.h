@@ -42,6 +42,7 @@ struct DumpTensor {
   TensorView view;
   std::shared_ptr<const Buffer> owner;
   std::function<TensorStats()> precomputed;
+  uint64_t pending_bytes = 0;  // memory `precomputed` holds until it runs (for the in-flight cap)
 };
 
 struct DumpCounters {
@@ -114,6 +115,8 @@ class Dumper {
   };
   void flush_pending_rows();
   void flush_execution_locked();
+  // Reports (once) that the run's folder was deleted while dumping.
+  void check_root();
 
   DumpConfig config_;
   DumperOptions options_;
@@ -133,7 +136,7 @@ class Dumper {
   NameMapper names_;
   mutable std::mutex folders_mutex_;
   std::vector<std::string> folders_made_;
-  bool root_lost_reported_ = false;
+  std::atomic<bool> root_lost_reported_{false};
   std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0};
   bool finalized_ = false;
   WriterReport final_report_;

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <thread>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -236,12 +237,45 @@ struct NodeFrame {
 
 // Statistics of tensors already summarized this iteration (an op's output is usually the next
 // op's input): keyed by TensorImpl, valid while the impl lives and its version is unchanged.
+// Statistics of a CPU tensor, computed on a writer thread from the live tensor (no copy, and
+// the training thread does not wait). Safe because whatever could write the tensor first
+// finishes the computation: an op that writes it (schema "(a!)" arguments, batch_norm's running
+// statistics) forces it in its start callback, and the end of an iteration (after which ops may
+// run unobserved) forces every one still pending.
+class LazyStats {
+ public:
+  LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
+      : tensor_(std::move(tensor)), dtype_(dtype), options_(options) {}
+  const TensorStats& get() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_) {
+      stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
+                                        Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
+                             options_);
+      tensor_.reset();  // the tensor may be freed now
+      done_ = true;
+    }
+    return stats_;
+  }
+  uint64_t bytes() const { return bytes_; }
+  void set_bytes(uint64_t b) { bytes_ = b; }
+
+ private:
+  std::mutex mutex_;
+  bool done_ = false;
+  at::Tensor tensor_;
+  DType dtype_;
+  StatsOptions options_;
+  TensorStats stats_;
+  uint64_t bytes_ = 0;
+};
+
 struct CachedStats {
   c10::weak_intrusive_ptr<c10::TensorImpl> impl;
   uint32_t version;
   const void* data;
   uint64_t fingerprint;
-  TensorStats stats;
+  std::shared_ptr<LazyStats> stats;
 };
 
 // A cheap fingerprint of a buffer: 32 sampled 8-byte words and both ends. Some kernels write
@@ -348,8 +382,12 @@ void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<
     std::vector<uint32_t> positions;
     if (auto schema = fn.operator_schema()) {
       const auto& args = schema->arguments();
+      // PyTorch 1.x does not annotate the running statistics batch_norm kernels update in place.
+      const bool batch_norm = std::strstr(fn.name(), "batch_norm") != nullptr;
       for (size_t i = 0; i < args.size(); ++i)
-        if (args[i].alias_info() && args[i].alias_info()->isWrite()) positions.push_back(static_cast<uint32_t>(i));
+        if ((args[i].alias_info() && args[i].alias_info()->isWrite()) ||
+            (batch_norm && (args[i].name() == "running_mean" || args[i].name() == "running_var")))
+          positions.push_back(static_cast<uint32_t>(i));
     }
     it = ts.written_args.emplace(fn.name(), std::move(positions)).first;
   }
@@ -363,6 +401,7 @@ void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<
 class Observer final : public RuntimeListener {
  public:
   void on_activity(bool dumping) override {
+    if (!dumping) finish_lazy_stats();
     if (dumping)
       if (auto d = Runtime::instance().dumper()) level_.store(static_cast<int>(d->config().level));
     std::lock_guard<std::mutex> lock(mutex_);
@@ -383,6 +422,7 @@ class Observer final : public RuntimeListener {
   }
 
   void on_iteration(uint64_t) override {
+    finish_lazy_stats();
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
     task_counter_.store(0);
@@ -458,7 +498,11 @@ class Observer final : public RuntimeListener {
     if (!is_operator(name)) return nullptr;
 
     auto ctx = std::make_unique<OpCtx>();
-    if (!ts.cache.empty()) collect_written(fn, ts, ctx->written);
+    if (!ts.cache.empty()) {
+      collect_written(fn, ts, ctx->written);
+      for (const c10::TensorImpl* impl : ctx->written)  // summarize before this op writes it
+        if (auto it = ts.cache.find(impl); it != ts.cache.end()) it->second.stats->get();
+    }
     ctx->depth = ts.depth++;
     if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
         ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
@@ -517,7 +561,8 @@ class Observer final : public RuntimeListener {
     if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
 
     ctx->selected = true;
-    if (config.dumps_inputs()) capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id);
+    if (config.dumps_inputs())
+      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written);
     if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, ctx->name));
     return ctx;
   }
@@ -583,27 +628,28 @@ class Observer final : public RuntimeListener {
     return path;
   }
 
+  // `written`: tensors the op is about to modify (their statistics are computed at once).
   template <typename Values>
   void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-                   uint64_t* stream_id) {
+                   uint64_t* stream_id, const std::vector<const c10::TensorImpl*>* written = nullptr) {
     ts.busy = true;
     at::RecordFunctionGuard no_record(false);
     at::NoGradGuard no_grad;
     for (const c10::IValue& v : values) {
       if (v.isTensor()) {
-        capture(v.toTensor(), dumper, ts, out, stream_id);
+        capture(v.toTensor(), dumper, ts, out, stream_id, written);
       } else if (v.isTensorList()) {
-        for (const at::Tensor& t : v.toTensorVector()) capture(t, dumper, ts, out, stream_id);
+        for (const at::Tensor& t : v.toTensorVector()) capture(t, dumper, ts, out, stream_id, written);
       } else if (v.isList()) {
         for (const c10::IValue& e : v.toListRef())
-          if (e.isTensor()) capture(e.toTensor(), dumper, ts, out, stream_id);
+          if (e.isTensor()) capture(e.toTensor(), dumper, ts, out, stream_id, written);
       }
     }
     ts.busy = false;
   }
 
   void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-               uint64_t* stream_id) {
+               uint64_t* stream_id, const std::vector<const c10::TensorImpl*>* written) {
     DType dtype;
     if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) {
       // Keep slot numbers aligned with the op's tensor arguments: an empty entry.
@@ -627,35 +673,61 @@ class Observer final : public RuntimeListener {
     } else if (on_device) {
       d.precomputed = device_stats(t.detach());
     } else {
-      // Host statistics right here, on the tensor itself (no copy), once per tensor version.
-      const TensorStats stats = host_stats(t, dumper, ts);
-      d.precomputed = [stats] { return stats; };
+      // Host statistics from the tensor itself (no copy), once per tensor version, on a writer
+      // thread unless this op is about to modify the tensor.
+      const bool now = written && std::find(written->begin(), written->end(), t.unsafeGetTensorImpl()) != written->end();
+      std::shared_ptr<LazyStats> stats = host_stats(t, dumper, ts, now);
+      d.pending_bytes = stats->bytes();
+      d.precomputed = [stats] { return stats->get(); };
     }
     out.push_back(std::move(d));
   }
 
-  TensorStats host_stats(const at::Tensor& t, Dumper& dumper, ThreadState& ts) {
+  std::shared_ptr<LazyStats> host_stats(const at::Tensor& t, Dumper& dumper, ThreadState& ts, bool now) {
     c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-    const uint32_t version = t.is_inference() ? 0 : t._version();
+    const bool tracked = !t.is_inference();  // inference tensors have no version counter
+    const uint32_t version = tracked ? t._version() : 0;
     const void* data = t.numel() ? t.data_ptr() : nullptr;
     at::Tensor c = t.is_contiguous() ? t : t.contiguous();
     const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
     auto it = ts.cache.find(impl);
-    if (it != ts.cache.end() && !it->second.impl.expired() && it->second.version == version &&
-        it->second.data == data && it->second.fingerprint == fp && !t.is_inference())
+    if (tracked && it != ts.cache.end() && !it->second.impl.expired() && it->second.version == version &&
+        it->second.data == data && it->second.fingerprint == fp) {
+      if (now) it->second.stats->get();
       return it->second.stats;
+    }
     StatsOptions so = dumper.stats_options();
-    so.threads = 0;  // a large tensor uses every core while the step waits anyway
-    so.parallel_threshold_bytes = size_t(1) << 20;
+    so.threads = 1;
     DType dtype = DType::Float32;
     dtype_of(c.scalar_type(), &dtype);
-    const TensorStats s =
-        compute_stats(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())}, so);
-    if (!t.is_inference())
-      ts.cache.insert_or_assign(impl, CachedStats{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, s});
-    return s;
+    auto stats = std::make_shared<LazyStats>(c, dtype, so);
+    stats->set_bytes(static_cast<uint64_t>(c.numel()) * c.element_size());
+    if (now || !tracked) {
+      stats->get();
+    } else {
+      std::lock_guard<std::mutex> lock(lazy_mutex_);
+      lazy_.push_back(stats);
+    }
+    if (tracked)
+      ts.cache.insert_or_assign(impl, CachedStats{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version,
+                                                  data, fp, stats});
+    return stats;
   }
 
+  // Statistics still pending are computed now (the end of an iteration, or dumping stops):
+  // afterwards tensors may change without the observer seeing it.
+  void finish_lazy_stats() {
+    std::vector<std::weak_ptr<LazyStats>> pending;
+    {
+      std::lock_guard<std::mutex> lock(lazy_mutex_);
+      pending.swap(lazy_);
+    }
+    for (auto& w : pending)
+      if (auto s = w.lock()) s->get();
+  }
+
+  std::mutex lazy_mutex_;
+  std::vector<std::weak_ptr<LazyStats>> lazy_;
   std::mutex mutex_;
   bool installed_ = false, enabled_ = false;
   at::CallbackHandle handle_ = 0;

@@ -15,7 +15,7 @@
 namespace opdump {
 namespace {
 
-constexpr size_t kRowBatch = 256;
+constexpr size_t kRowBatch = 64;
 
 // A window into bytes someone else keeps alive.
 class ViewBuffer final : public Buffer {
@@ -107,11 +107,7 @@ std::string Dumper::op_folder(const OpRecord& op) {
   }
   std::lock_guard<std::mutex> lock(folders_mutex_);
   if (std::find(folders_made_.begin(), folders_made_.end(), folder) == folders_made_.end()) {
-    if (::access(run_root_.c_str(), F_OK) != 0 && !root_lost_reported_) {
-      root_lost_reported_ = true;
-      writer_->record_problem("the dump folder " + run_root_ +
-                              " was deleted while dumping; it is created again, files written before are gone");
-    }
+    check_root();
     make_dirs(folder);
     folders_made_.push_back(folder);
   }
@@ -247,7 +243,9 @@ void Dumper::flush_pending_rows() {
     if (pending_rows_.empty()) return;
     batch->swap(pending_rows_);
   }
-  writer_->run(64 * batch->size(), [this, batch] {
+  uint64_t bytes = 0;
+  for (const auto& p : *batch) bytes += 64 + p.tensor.pending_bytes;
+  writer_->run(bytes, [this, batch] {
     // Rows of one folder go out in one write(), in the order they were dumped.
     std::string folder;
     std::vector<StatisticRow> rows;
@@ -298,8 +296,15 @@ void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_id
   }
 }
 
+void Dumper::check_root() {
+  if (::access(run_root_.c_str(), F_OK) != 0 && !root_lost_reported_.exchange(true))
+    writer_->record_problem("the dump folder " + run_root_ +
+                            " was deleted while dumping; it is created again, files written before are gone");
+}
+
 void Dumper::flush_execution_locked() {
   if (exec_rows_.empty()) return;
+  check_root();  // before the writer creates folders below it again
   const std::string order_dir = join_path(run_root_, "execution_order");
   const std::string graph_dir = join_path(run_root_, "graphs");
   auto rows = std::make_shared<std::map<uint64_t, std::string>>(std::move(exec_rows_));
