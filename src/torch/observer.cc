@@ -674,8 +674,11 @@ class Observer final : public RuntimeListener {
       d.precomputed = device_stats(t.detach());
     } else {
       // Host statistics from the tensor itself (no copy), once per tensor version, on a writer
-      // thread unless this op is about to modify the tensor.
-      const bool now = written && std::find(written->begin(), written->end(), t.unsafeGetTensorImpl()) != written->end();
+      // thread unless this op is about to modify the tensor. In backward they are computed at
+      // once: the autograd engine reuses gradient buffers in ways no callback reports (seen as
+      // wrong lazy statistics of AddmmBackward0's incoming gradient).
+      const bool now = !ts.nodes.empty() ||
+                       (written && std::find(written->begin(), written->end(), t.unsafeGetTensorImpl()) != written->end());
       std::shared_ptr<LazyStats> stats = host_stats(t, dumper, ts, now);
       d.pending_bytes = stats->bytes();
       d.precomputed = [stats] { return stats->get(); };
