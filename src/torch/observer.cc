@@ -242,19 +242,54 @@ struct NodeFrame {
 // finishes the computation: an op that writes it (schema "(a!)" arguments, batch_norm's running
 // statistics) forces it in its start callback, and the end of an iteration (after which ops may
 // run unobserved) forces every one still pending.
+// Tensors whose statistics are done, released on a training thread: dropping the last
+// reference to a tensor that owns its Python object needs the GIL, which a writer thread must
+// never wait for (the training thread may hold it while waiting for the writer).
+class ReleaseQueue {
+ public:
+  void push(at::Tensor t) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tensors_.push_back(std::move(t));
+    pending_.store(true, std::memory_order_relaxed);
+  }
+  // Called on training threads (op callbacks, iteration ends).
+  void release() {
+    if (!pending_.load(std::memory_order_relaxed)) return;
+    std::vector<at::Tensor> dead;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      dead.swap(tensors_);
+      pending_.store(false, std::memory_order_relaxed);
+    }
+  }
+  static ReleaseQueue& instance() {
+    static ReleaseQueue* q = new ReleaseQueue();
+    return *q;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<at::Tensor> tensors_;
+  std::atomic<bool> pending_{false};
+};
+
 class LazyStats {
  public:
   LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
       : tensor_(std::move(tensor)), dtype_(dtype), options_(options) {}
   const TensorStats& get() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!done_) {
-      stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
-                                        Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                             options_);
-      tensor_.reset();  // the tensor may be freed now
-      done_ = true;
+    at::Tensor done_with;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!done_) {
+        stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
+                                          Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
+                               options_);
+        done_with = std::move(tensor_);
+        done_ = true;
+      }
     }
+    if (done_with.defined()) ReleaseQueue::instance().push(std::move(done_with));
     return stats_;
   }
   uint64_t bytes() const { return bytes_; }
@@ -433,6 +468,11 @@ class Observer final : public RuntimeListener {
     if (!Runtime::instance().dumping()) return nullptr;
     ThreadState& ts = state();
     if (ts.busy) return nullptr;
+    if (ts.depth == 0) {
+      ts.busy = true;  // releasing runs tensor destructors: not ops, but keep our own calls unobserved
+      ReleaseQueue::instance().release();
+      ts.busy = false;
+    }
     try {
       return instance().start(fn, ts);
     } catch (const std::exception& e) {
@@ -727,6 +767,7 @@ class Observer final : public RuntimeListener {
     }
     for (auto& w : pending)
       if (auto s = w.lock()) s->get();
+    ReleaseQueue::instance().release();
   }
 
   std::mutex lazy_mutex_;
