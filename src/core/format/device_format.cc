@@ -26,10 +26,10 @@ const char* bytes(const Tensor& t) { return static_cast<const char*>(t.data); }
 
 [[noreturn]] void bad(const std::string& what, const std::string& why) { throw FormatError(what, why); }
 
-// For each logical index (n, c, h, w) of an NCHW tensor, the offset of that element in the
-// stored layout; copies element by element.
+// Copies between an NCHW tensor and a stored layout, element by element: `offset` gives the
+// stored position of logical index (n, c, h, w). to_nchw: stored -> NCHW, else NCHW -> stored.
 template <typename Offset>
-void gather_nchw(const Tensor& in, Tensor& out, int64_t N, int64_t C, int64_t H, int64_t W, Offset offset) {
+void copy_nchw(const Tensor& in, Tensor& out, int64_t N, int64_t C, int64_t H, int64_t W, Offset offset, bool to_nchw) {
   const size_t e = dtype_size(in.dtype);
   char* dst = bytes(out);
   const char* src = bytes(in);
@@ -37,19 +37,21 @@ void gather_nchw(const Tensor& in, Tensor& out, int64_t N, int64_t C, int64_t H,
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w, ++i) std::memcpy(dst + i * e, src + offset(n, c, h, w) * e, e);
+        for (int64_t w = 0; w < W; ++w, ++i) {
+          const int64_t stored = offset(n, c, h, w);
+          if (to_nchw) std::memcpy(dst + i * e, src + stored * e, e);
+          else std::memcpy(dst + stored * e, src + i * e, e);
+        }
+}
+
+template <typename Offset>
+void gather_nchw(const Tensor& in, Tensor& out, int64_t N, int64_t C, int64_t H, int64_t W, Offset offset) {
+  copy_nchw(in, out, N, C, H, W, offset, true);
 }
 
 template <typename Offset>
 void scatter_nchw(const Tensor& in, Tensor& out, int64_t N, int64_t C, int64_t H, int64_t W, Offset offset) {
-  const size_t e = dtype_size(in.dtype);
-  char* dst = bytes(out);
-  const char* src = bytes(in);
-  int64_t i = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w, ++i) std::memcpy(dst + offset(n, c, h, w) * e, src + i * e, e);
+  copy_nchw(in, out, N, C, H, W, offset, false);
 }
 
 }  // namespace
