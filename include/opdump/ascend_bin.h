@@ -72,6 +72,9 @@ struct BinWriteTensor {
 // Writes a bin file (through a temporary name, renamed when complete).
 void write_ascend_bin(const std::string& path, const std::string& op_name, uint64_t dump_time_us,
                       const std::vector<BinWriteTensor>& inputs, const std::vector<BinWriteTensor>& outputs);
+// The data part of a bin file: the tensors' bytes back to back, inputs first.
+std::shared_ptr<HeapBuffer> ascend_bin_payload(const std::vector<BinWriteTensor>& inputs,
+                                               const std::vector<BinWriteTensor>& outputs);
 // Encodes the 8-byte length and the protobuf header for the given tensors (data follows).
 std::string ascend_bin_header(const std::string& op_name, uint64_t dump_time_us,
                               const std::vector<BinWriteTensor>& inputs,

@@ -77,6 +77,10 @@ class AsyncWriter {
   // task are counted and logged.
   void run(uint64_t bytes, std::function<void()> task);
 
+  // For tasks that build a file's bytes themselves: writes it now (on the task's thread) unless
+  // tensor writing has stopped, and counts it as written or lost.
+  void write_now(const std::string& path, const void* header, size_t header_size, const void* payload,
+                 size_t payload_size);
   // Marks tensor writing as failed (used by tasks that write their own files).
   void record_lost(uint64_t files, uint64_t bytes, const std::string& error);
   void record_written(uint64_t files, uint64_t bytes);

@@ -310,24 +310,21 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
       // Per group: the ops left unmatched on both sides, aligned by execution order and type.
       std::map<std::string, std::pair<OpSeq, OpSeq>> groups;
       std::map<std::pair<std::string, std::string>, std::vector<size_t>> t_tensors, r_tensors;
-      for (size_t i = 0; i < T.size(); ++i) {
-        if (match_t[i] >= 0) continue;
-        auto& v = t_tensors[{T[i].group, T[i].key_name}];
-        if (v.empty()) {
-          groups[T[i].group].first.names.push_back(T[i].key_name);
-          groups[T[i].group].first.types.push_back(alignment_type(T[i].op_type));
+      auto collect = [&](const std::vector<DumpEntry>& entries, const std::vector<int64_t>& match, bool target,
+                         std::map<std::pair<std::string, std::string>, std::vector<size_t>>& tensors) {
+        for (size_t i = 0; i < entries.size(); ++i) {
+          if (match[i] >= 0) continue;
+          auto& v = tensors[{entries[i].group, entries[i].key_name}];
+          if (v.empty()) {
+            OpSeq& seq = target ? groups[entries[i].group].first : groups[entries[i].group].second;
+            seq.names.push_back(entries[i].key_name);
+            seq.types.push_back(alignment_type(entries[i].op_type));
+          }
+          v.push_back(i);
         }
-        v.push_back(i);
-      }
-      for (size_t j = 0; j < R.size(); ++j) {
-        if (match_r[j] >= 0) continue;
-        auto& v = r_tensors[{R[j].group, R[j].key_name}];
-        if (v.empty()) {
-          groups[R[j].group].second.names.push_back(R[j].key_name);
-          groups[R[j].group].second.types.push_back(alignment_type(R[j].op_type));
-        }
-        v.push_back(j);
-      }
+      };
+      collect(T, match_t, true, t_tensors);
+      collect(R, match_r, false, r_tensors);
       for (auto& [group, seqs] : groups) {
         for (auto [a, b] : align(seqs.first, seqs.second)) {
           const auto& ti = t_tensors[{group, seqs.first.names[a]}];

@@ -150,16 +150,7 @@ void Dumper::dump_tensor_files(const OpRecord& op, const std::string& folder, Io
         t.owner->wait_ready();
         auto wide = std::make_shared<HeapBuffer>(npy_payload_size(t.view));
         npy_encode_payload(t.view, wide->mutable_data());
-        if (writer_->tensor_writes_stopped()) {
-          writer_->record_lost(1, wide->size(), "");
-          return;
-        }
-        try {
-          write_file_atomic(path, header.data(), header.size(), wide->data(), wide->size());
-          writer_->record_written(1, header.size() + wide->size());
-        } catch (const Error& e) {
-          writer_->record_lost(1, header.size() + wide->size(), e.what());
-        }
+        writer_->write_now(path, header.data(), header.size(), wide->data(), wide->size());
       });
     } else {
       writer_->write_file(path, std::move(header), std::make_shared<ViewBuffer>(t.owner, t.view.data, bytes));
@@ -175,7 +166,7 @@ void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::
   tensors_.fetch_add(inputs.size() + outputs.size(), std::memory_order_relaxed);
   tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   const std::string path = folder + "/" + names_.map(folder, ascend_file_name(op.id));
-  writer_->run(bytes, [this, path, op, inputs, outputs, bytes] {
+  writer_->run(bytes, [this, path, op, inputs, outputs] {
     std::vector<BinWriteTensor> in, out;
     for (const auto& t : inputs) {
       t.owner->wait_ready();
@@ -185,16 +176,9 @@ void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::
       t.owner->wait_ready();
       out.push_back({t.view, 2, {}});
     }
-    if (writer_->tensor_writes_stopped()) {
-      writer_->record_lost(1, bytes, "");
-      return;
-    }
-    try {
-      write_ascend_bin(path, op.id.op_name, op.id.timestamp, in, out);
-      writer_->record_written(1, bytes);
-    } catch (const Error& e) {
-      writer_->record_lost(1, bytes, e.what());
-    }
+    const std::string header = ascend_bin_header(op.id.op_name, op.id.timestamp, in, out);
+    const auto payload = ascend_bin_payload(in, out);
+    writer_->write_now(path, header.data(), header.size(), payload->data(), payload->size());
   });
 }
 
@@ -337,13 +321,8 @@ void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
   const std::string path =
       folder + "/" + names_.map(folder, sanitize_name(op.id.op_type) + "." + sanitize_name(op.id.op_name) + ".json");
   const uint64_t bytes = json.size();
-  writer_->run(bytes, [this, path, json = std::move(json), bytes] {
-    try {
-      write_file_atomic(path, json.data(), json.size(), nullptr, 0);
-      writer_->record_written(1, bytes);
-    } catch (const Error& e) {
-      writer_->record_lost(1, bytes, e.what());
-    }
+  writer_->run(bytes, [this, path, json = std::move(json)] {
+    writer_->write_now(path, json.data(), json.size(), nullptr, 0);
   });
 }
 

@@ -235,17 +235,23 @@ std::string ascend_bin_header(const std::string& op_name, uint64_t dump_time_us,
 void write_ascend_bin(const std::string& path, const std::string& op_name, uint64_t dump_time_us,
                       const std::vector<BinWriteTensor>& inputs, const std::vector<BinWriteTensor>& outputs) {
   const std::string header = ascend_bin_header(op_name, dump_time_us, inputs, outputs);
+  const auto payload = ascend_bin_payload(inputs, outputs);
+  write_file_atomic(path, header.data(), header.size(), payload->data(), payload->size());
+}
+
+std::shared_ptr<HeapBuffer> ascend_bin_payload(const std::vector<BinWriteTensor>& inputs,
+                                               const std::vector<BinWriteTensor>& outputs) {
   uint64_t total = 0;
   for (const auto* list : {&inputs, &outputs})
     for (const auto& t : *list) total += t.view.nbytes();
-  HeapBuffer payload(total);
+  auto payload = std::make_shared<HeapBuffer>(total);
   uint64_t at = 0;
   for (const auto* list : {&inputs, &outputs})
     for (const auto& t : *list) {
-      if (t.view.nbytes()) std::memcpy(payload.mutable_data() + at, t.view.data, t.view.nbytes());
+      if (t.view.nbytes()) std::memcpy(payload->mutable_data() + at, t.view.data, t.view.nbytes());
       at += t.view.nbytes();
     }
-  write_file_atomic(path, header.data(), header.size(), payload.data(), payload.size());
+  return payload;
 }
 
 }  // namespace opdump

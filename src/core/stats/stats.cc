@@ -219,7 +219,6 @@ class StatsPool {
   std::deque<std::function<void()>*> queue_;
   size_t pending_ = 0;
   std::vector<std::thread> threads_;
-  std::mutex run_mutex_;
 };
 
 std::mutex& pool_user_mutex() {

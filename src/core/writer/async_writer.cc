@@ -39,20 +39,25 @@ void AsyncWriter::write_file(std::string path, std::string header, std::shared_p
     record_lost(1, bytes, "");
     return;
   }
-  run(bytes, [this, path = std::move(path), header = std::move(header), payload = std::move(payload), bytes] {
-    if (tensor_writes_stopped()) {
-      record_lost(1, bytes, "");
-      return;
-    }
-    if (payload) payload->wait_ready();
-    try {
-      write_file_atomic(path, header.data(), header.size(), payload ? payload->data() : nullptr,
-                        payload ? payload->size() : 0);
-      record_written(1, bytes);
-    } catch (const Error& e) {
-      record_lost(1, bytes, e.what());
-    }
+  run(bytes, [this, path = std::move(path), header = std::move(header), payload = std::move(payload)] {
+    if (payload && !tensor_writes_stopped()) payload->wait_ready();
+    write_now(path, header.data(), header.size(), payload ? payload->data() : nullptr, payload ? payload->size() : 0);
   });
+}
+
+void AsyncWriter::write_now(const std::string& path, const void* header, size_t header_size, const void* payload,
+                            size_t payload_size) {
+  const uint64_t bytes = header_size + payload_size;
+  if (tensor_writes_stopped()) {
+    record_lost(1, bytes, "");
+    return;
+  }
+  try {
+    write_file_atomic(path, header, header_size, payload, payload_size);
+    record_written(1, bytes);
+  } catch (const Error& e) {
+    record_lost(1, bytes, e.what());
+  }
 }
 
 void AsyncWriter::record_lost(uint64_t files, uint64_t bytes, const std::string& error) {
