@@ -19,7 +19,7 @@
 namespace opdump {
 namespace detail {
 
-void merge(StatsPartial& into, const StatsPartial& from, DType dtype) {
+void merge(StatsPartial& into, const StatsPartial& from) {
   if (from.count == 0) return;
   const bool first_minmax = !into.have_minmax;
   if (from.have_minmax) {
@@ -40,7 +40,6 @@ void merge(StatsPartial& into, const StatsPartial& from, DType dtype) {
     }
     into.have_minmax = true;
   }
-  (void)dtype;
   into.count += from.count;
   into.negative += from.negative;
   into.positive += from.positive;
@@ -251,7 +250,7 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
     } else {
       for (auto& j : jobs) j();  // another tensor is using the helpers: do it here
     }
-    for (const auto& p : parts) detail::merge(total, p, view.dtype);
+    for (const auto& p : parts) detail::merge(total, p);
   }
   TensorStats s;
   s.count = n;

@@ -18,7 +18,7 @@ struct StatsPartial {
   uint64_t umax = 0, umin = 0;
 };
 
-void merge(StatsPartial& into, const StatsPartial& from, DType dtype);
+void merge(StatsPartial& into, const StatsPartial& from);
 
 using StatsKernel = void (*)(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
 
