@@ -4,6 +4,7 @@ interleaved so that machine noise hits every mode alike):
   plain      no opdump
   off        opdump loaded, dump configured, the iteration not selected   (goal <= 1.02x)
   stats      statistics mode at api level                                  (goal <= 1.1x)
+  overflow   overflow mode (op_debug_mode 3): every output checked, nothing overflows   (goal <= 1.3x)
   tensor     tensor mode at api level; MB/s against a raw sequential write of the same bytes
 
     PYTHONPATH=build/python /usr/bin/python3 bench/bench_torch.py [--steps 10] [--rounds 3]
@@ -32,7 +33,8 @@ if mode != "plain":
     cfg = {"common_dump_settings": {"dump_mode": 0, "path": path, "net_name": "resnet",
            "iteration": "1000000000" if mode == "off" else "all",
            "saved_data": "tensor" if mode == "tensor" else "statistic", "input_output": 0, "kernels": [],
-           "support_device": [0]}, "e2e_dump_settings": {"enable": True}}
+           "support_device": [0], "op_debug_mode": 3 if mode == "overflow" else 0},
+           "e2e_dump_settings": {"enable": True}}
     json.dump(cfg, open(path + ".json", "w"))
     opdump.set_dump(path + ".json"); opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
 for _ in range(3): step()
@@ -73,18 +75,20 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dir", default=tempfile.gettempdir())
+    p.add_argument("--modes", default="plain,off,stats,overflow,tensor", help="comma-separated; plain is always run")
     args = p.parse_args()
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
-    modes = ["plain", "off", "stats", "tensor"]
+    modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
     medians = {m: [] for m in modes}
     tensor_info = []
     # Tensor mode runs after the others: the gigabytes it writes are flushed to disk for a
     # while afterwards and would slow whatever ran next.
     for _ in range(args.rounds):
-        for mode in modes[:3]:
-            d = run_mode(mode, args.steps, workdir)
-            medians[mode].append(statistics.median(d["times"]))
-    for _ in range(args.rounds):
+        for mode in modes:
+            if mode != "tensor":
+                d = run_mode(mode, args.steps, workdir)
+                medians[mode].append(statistics.median(d["times"]))
+    for _ in range(args.rounds if "tensor" in modes else 0):
         d = run_mode("tensor", args.steps, workdir)
         medians["tensor"].append(statistics.median(d["times"]))
         tensor_info.append(d)
@@ -95,6 +99,8 @@ def main():
     for mode in modes:
         med = statistics.median(medians[mode])
         print(f"  {mode:7s} {med * 1e3:8.1f} ms/step   ratio {med / base:5.2f}x")
+    if not tensor_info:
+        return
     d = tensor_info[-1]
     written = d["report"]["bytes_written"]
     per_step = written / (args.steps + 3)

@@ -33,6 +33,21 @@ py::dict report_dict(const opdump::WriterReport& r, const opdump::DumpCounters& 
   return d;
 }
 
+// The calling thread's Python stack (exception dumps, aic_err_detail_dump). Ops release the
+// GIL while they run, so taking it here does not wait on this thread itself.
+std::string python_stack() {
+  if (!Py_IsInitialized()) return "";
+  py::gil_scoped_acquire gil;
+  try {
+    py::object lines = py::module_::import("traceback").attr("format_stack")();
+    std::string out;
+    for (py::handle line : lines) out += line.cast<std::string>();
+    return out;
+  } catch (const py::error_already_set& e) {
+    return std::string("(no Python stack: ") + e.what() + ")";
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_opdump, m) {
@@ -52,6 +67,7 @@ PYBIND11_MODULE(_opdump, m) {
   });
 
   auto& rt = opdump::Runtime::instance();
+  rt.set_python_stack_provider(&python_stack);
   m.def("init", [&rt](const std::string& path) { rt.init(path); }, py::arg("config_path") = "");
   m.def("initialized", [&rt] { return rt.initialized(); });
   m.def("init_dump", [&rt] { rt.init_dump(); });

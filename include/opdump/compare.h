@@ -31,10 +31,14 @@ struct DumpEntry {
   DType dtype = DType::Float32;
   Shape shape;
   std::optional<TensorStats> stats;  // statistics-only dumps
+  bool has_nonfinite_counts = false;  // statistics with NaN and Inf count columns
+  bool stats_null = false;            // statistics of a tensor without any finite element
 };
 
 // Every tensor of a dump folder (or a single file), sorted by group and execution order.
 std::vector<DumpEntry> index_dump(const std::string& path);
+// The values of an npy or bin entry (throws opdump::Error for statistics-only entries).
+Tensor load_entry(const DumpEntry& e);
 
 // ---- metrics --------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "opdump/debug_scenes.h"
 #include "opdump/selection.h"
 #include "opdump/stats.h"
 
@@ -73,7 +74,9 @@ struct DumpConfig {
   // opdump's own options ("opdump": {...}).
   ObserveLevel level = ObserveLevel::Api;
   bool skip_no_compute_ops = true;
-  bool check_fp16_range = false;
+  bool check_fp16_range = false;  // overflow also when values leave float16's range
+  // Op types whose outputs are uninitialised by design (overflow checks skip them).
+  std::vector<std::string> overflow_ignore_ops = default_overflow_ignore_ops();
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
   unsigned writer_threads = 0;  // 0: half the cores, 1 to 4
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "opdump/config.h"
+#include "opdump/debug_scenes.h"
 #include "opdump/layout.h"
 #include "opdump/statistic_csv.h"
 #include "opdump/writer.h"
@@ -89,6 +91,28 @@ class Dumper {
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);
 
+  // ---- debug scenes (seed 004 dump_debug / dump_scene, MindSpore op_debug_mode) ----
+  Scene scene() const { return config_.scene; }
+  // Overflow checks skip these op types (outputs uninitialised by design).
+  bool overflow_ignored(std::string_view op_type) const;
+  // An op whose outputs overflowed: prints it, writes its Opdebug record and (until
+  // overflow_number is reached) its inputs and outputs. `event` holds the checks.
+  void dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,
+                     const std::vector<DumpTensor>& outputs);
+  std::optional<OverflowEvent> overflow_root_cause() const { return overflow_.root_cause(); }
+  // An op that threw: its tensors and, for aic_err_norm/detail_dump, a json beside them.
+  void dump_exception(const OpRecord& op, const std::vector<DumpTensor>& inputs,
+                      const std::vector<DumpTensor>& outputs, const ExceptionInfo& info);
+  // Watcher: ops named in watcher_nodes, and the layer ops after which they are checked
+  // (every op when no entry names a layer; an op in both lists is only watched).
+  bool watched_op(std::string_view op_name, std::string_view op_type) const;
+  bool watch_layer_op(std::string_view op_name, std::string_view op_type) const;
+  // Outputs of a watched op as they are after `layer` ran, below {op folder}/watcher/after_task_{id}.
+  void dump_watched(const OpRecord& watched, const OpRecord& layer, const std::vector<DumpTensor>& outputs);
+  // One check; changes are printed, and every check goes to {run root}/watcher_report.csv.
+  void record_watch(const WatchResult& result);
+  std::vector<WatchResult> watch_changes() const;
+
   // md5/xxhash as the config's statistic_category asks.
   StatsOptions stats_options() const;
 
@@ -99,6 +123,11 @@ class Dumper {
   WriterReport finalize();
 
  private:
+  void dump_to(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
+               const std::vector<DumpTensor>& outputs);
+  // The part of a tensor that goes to a file (sample_mode 1: the first sample_num elements).
+  TensorView file_view(const TensorView& v) const;
+  void finalize_scenes();
   void dump_tensor_files(const OpRecord& op, const std::string& folder, IoKind io,
                          const std::vector<DumpTensor>& tensors);
   void dump_bin(const OpRecord& op, const std::string& folder,
@@ -138,6 +167,11 @@ class Dumper {
   std::vector<std::string> folders_made_;
   std::atomic<bool> root_lost_reported_{false};
   std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0};
+  OverflowTracker overflow_;
+  KernelFilter watch_nodes_, watch_layers_;
+  mutable std::mutex watch_mutex_;
+  std::string watch_rows_;
+  std::vector<WatchResult> watch_changes_;
   bool finalized_ = false;
   WriterReport final_report_;
 };

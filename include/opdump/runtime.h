@@ -22,6 +22,9 @@ class RuntimeListener {
   virtual void on_activity(bool dumping) = 0;
   // A new iteration began (per-iteration counters restart).
   virtual void on_iteration(uint64_t iteration) {}
+  // A dump is about to be finalized (finalize_dump, or replaced by set_dump): work the
+  // adapter still holds for it is handed over now.
+  virtual void on_dump_ending(Dumper& dumper) {}
 };
 
 struct ModelInfo {
@@ -67,6 +70,11 @@ class Runtime {
   uint32_t rank() const { return rank_; }
   uint32_t device_id() const { return device_id_; }
 
+  // The Python stack of the calling thread, for exception dumps (aic_err_detail_dump): the
+  // Python module installs a provider; "" without one.
+  void set_python_stack_provider(std::function<std::string()> provider);
+  std::string python_stack() const;
+
   void add_listener(RuntimeListener* listener);
   void remove_listener(RuntimeListener* listener);
 
@@ -74,6 +82,7 @@ class Runtime {
   Runtime() = default;
   void update_activity();
   void notify_iteration(uint64_t it);
+  void notify_ending(Dumper& dumper);
 
   mutable std::mutex mutex_;
   bool initialized_ = false;
@@ -85,6 +94,7 @@ class Runtime {
   std::atomic<bool> dumping_{false};
   std::atomic<bool> broken_{false};
   uint32_t rank_ = 0, device_id_ = 0;
+  std::function<std::string()> python_stack_;
 };
 
 // Module scopes of the calling thread: the "Default/net-Net/conv1-Conv2d" prefix of op names.

@@ -37,6 +37,8 @@ class Buffer {
   virtual const void* data() const = 0;
   virtual size_t size() const = 0;
   virtual void wait_ready() const {}
+  // Whether wait_ready() would return at once.
+  virtual bool ready() const { return true; }
 };
 
 // A heap buffer.

@@ -17,7 +17,7 @@ from . import _opdump
 from ._opdump import ConfigError, OpdumpError  # noqa: F401
 
 __all__ = ["init", "init_dump", "set_dump", "finalize_dump", "finalize", "step", "iteration", "register_model",
-           "hook_optimizer", "dumping", "dump_root", "ConfigError", "OpdumpError"]
+           "hook_optimizer", "dumping", "dump_root", "dumper", "ConfigError", "OpdumpError"]
 
 
 def _detect_rank():
@@ -144,6 +144,60 @@ def _mark_module(module, enabled):
         handle.remove()
     module.__dict__["_opdump_mark_handles"] = [module.register_forward_pre_hook(pre),
                                                module.register_forward_hook(post)]
+
+
+class dumper:
+    """Seed 003's `torch.utils.dumper`: dumps the ops run inside a `with` block.
+
+        with opdump.dumper(check_overflow=True, dump_path="out") as d:
+            loss = model(x).sum(); loss.backward()
+        print(d.root_cause)
+
+    check_overflow=True: only ops whose outputs hold NaN/Inf are dumped (inputs and outputs),
+    each printed as it happens, with an Opdebug record; afterwards `overflows` lists them and
+    `root_cause` is the first op whose inputs were finite and outputs not (None when nothing
+    overflowed). check_overflow=False: every op's inputs and outputs are dumped.
+    check_fp16_range: also flag values beyond float16's range. overflow_number: cap on dumped
+    overflowing ops (0: all). load_file_path is Ascend's IR-mapping input and has no meaning here.
+    The block replaces any dump configured before it and ends it on exit."""
+
+    def __init__(self, check_overflow=False, dump_path="dump", load_file_path=None, check_fp16_range=False,
+                 overflow_number=0, level="api"):
+        if load_file_path is not None:
+            import warnings
+            warnings.warn("opdump.dumper: load_file_path (Ascend IR mapping) is not used by opdump", stacklevel=2)
+        dump = {"dump_path": os.fspath(dump_path), "dump_list": []}
+        if check_overflow:
+            dump["dump_debug"] = "on"
+        else:
+            dump.update({"dump_op_switch": "on", "dump_mode": "all"})
+        self._config = {"dump": dump, "opdump": {"check_fp16_range": bool(check_fp16_range), "level": level}}
+        if overflow_number:
+            self._config["opdump"]["overflow_number"] = int(overflow_number)
+        self.check_overflow = check_overflow
+        self.root = None
+        self.report = None
+        self.overflows = []
+        self.root_cause = None
+
+    def __enter__(self):
+        import json
+        rank, device = _detect_rank()
+        _opdump.set_rank(rank, device)
+        _opdump.set_dump_text(json.dumps(self._config), "opdump.dumper(...)")
+        self.root = _opdump.dump_root()
+        return self
+
+    def __exit__(self, *exc):
+        import json
+        self.report = _opdump.finalize_dump()
+        summary = os.path.join(self.root, "overflow_summary.json")
+        if self.check_overflow and os.path.exists(summary):
+            with open(summary) as f:
+                data = json.load(f)
+            self.overflows = data["ops"]
+            self.root_cause = data["root_cause"]
+        return False
 
 
 @atexit.register

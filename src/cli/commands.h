@@ -15,5 +15,6 @@ void add_convert_command(CLI::App& app, int* exit_code);
 void add_stats_command(CLI::App& app, int* exit_code);
 void add_demo_command(CLI::App& app, int* exit_code);
 void add_compare_command(CLI::App& app, int* exit_code);
+void add_overflow_command(CLI::App& app, int* exit_code);
 
 }  // namespace opdump::cli

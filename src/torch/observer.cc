@@ -23,13 +23,14 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "adapter_internal.h"
 #include "opdump/error.h"
 #include "opdump/log.h"
 #include "opdump/runtime.h"
 #include "opdump/torch.h"
 
 namespace opdump::pt {
-namespace {
+namespace detail {
 
 // ---- tensors -> opdump ----------------------------------------------------------------------
 
@@ -63,20 +64,23 @@ class TensorBuffer final : public Buffer {
   void wait_ready() const override {
     while (event_ && !event_->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+  bool ready() const override { return !event_ || event_->query(); }
 
  private:
   at::Tensor host_;
   std::unique_ptr<c10::Event> event_;
 };
 
+namespace {
 std::unique_ptr<c10::Event> record_event(const at::Device& device) {
   auto event = std::make_unique<c10::Event>(device.type());
   const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
   event->record(impl->getStream(device));
   return event;
 }
+}  // namespace
 
-std::shared_ptr<TensorBuffer> host_copy(const at::Tensor& t) {
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t) {
   if (t.device().is_cpu()) {
     at::Tensor copy = at::empty(t.sizes(), t.options().memory_format(at::MemoryFormat::Contiguous));
     copy.copy_(t);
@@ -86,6 +90,19 @@ std::shared_ptr<TensorBuffer> host_copy(const at::Tensor& t) {
       at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true).memory_format(at::MemoryFormat::Contiguous));
   pinned.copy_(t, /*non_blocking=*/true);
   return std::make_shared<TensorBuffer>(std::move(pinned), record_event(t.device()));
+}
+
+uint64_t stream_of(const at::Tensor& t) {
+  if (!t.defined() || t.device().is_cpu()) return 0;
+  return static_cast<uint64_t>(c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).id());
+}
+
+DumpTensor dump_copy(const at::Tensor& t) {
+  DType dtype;
+  if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype))
+    return DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr};
+  auto copy = host_copy(t.detach());
+  return DumpTensor{TensorView{copy->data(), dtype, Shape(t.sizes().begin(), t.sizes().end())}, copy, nullptr};
 }
 
 // Statistics computed with ATen ops on the tensor's own device and stream; only a vector of 11
@@ -147,6 +164,7 @@ std::function<TensorStats()> device_stats(const at::Tensor& t) {
 
 // ---- kernel arguments (seed 001's save_kernel_args) -------------------------------------------
 
+namespace {
 std::string json_escape(const std::string& in) {
   std::string out;
   for (unsigned char c : in) {
@@ -203,13 +221,15 @@ std::string arg_json(const c10::IValue& v, uint32_t* slot) {
   return "{\"unsupported\": \"" + json_escape(v.tagKind()) + "\"}";
 }
 
-std::string kernel_args_json(const at::RecordFunction& fn, const std::string& op_name) {
+}  // namespace
+
+std::string kernel_args_json(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> inputs,
+                             const std::string& op_name) {
   std::string out = "{\"op_name\": \"" + json_escape(op_name) + "\", \"operator\": \"" + json_escape(fn.name()) + "\"";
   auto schema = fn.operator_schema();
   if (schema) out += ", \"overload\": \"" + json_escape(schema->overload_name()) + "\"";
   out += ", \"arguments\": [";
   uint32_t slot = 0;
-  const auto inputs = fn.inputs();
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = "arg" + std::to_string(i);
     bool kwarg_only = false;
@@ -222,6 +242,11 @@ std::string kernel_args_json(const at::RecordFunction& fn, const std::string& op
   }
   return out + "]}\n";
 }
+
+}  // namespace detail
+
+namespace {
+using namespace detail;
 
 // ---- per-thread and per-iteration state ------------------------------------------------------
 
@@ -376,6 +401,8 @@ struct OpCtx final : at::ObserverContext {
   uint64_t thread_id = 0;
   std::string model;
   uint64_t model_id = 0;
+  bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
+  SceneOp scene;
 };
 
 struct ForwardOp {
@@ -436,9 +463,15 @@ void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<
 class Observer final : public RuntimeListener {
  public:
   void on_activity(bool dumping) override {
-    if (!dumping) finish_lazy_stats();
+    if (!dumping) {
+      finish_lazy_stats();
+      DebugScenes::instance().iteration_end(Runtime::instance().dumper().get());
+    }
     if (dumping)
-      if (auto d = Runtime::instance().dumper()) level_.store(static_cast<int>(d->config().level));
+      if (auto d = Runtime::instance().dumper()) {
+        level_.store(static_cast<int>(d->config().level));
+        scene_.store(static_cast<int>(d->config().scene));
+      }
     std::lock_guard<std::mutex> lock(mutex_);
     if (dumping && !installed_) {
       handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&Observer::start_cb, &Observer::end_cb)
@@ -456,8 +489,14 @@ class Observer final : public RuntimeListener {
     }
   }
 
+  void on_dump_ending(Dumper& dumper) override {
+    finish_lazy_stats();
+    DebugScenes::instance().iteration_end(&dumper);
+  }
+
   void on_iteration(uint64_t) override {
     finish_lazy_stats();
+    DebugScenes::instance().iteration_end(Runtime::instance().dumper().get());
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
     task_counter_.store(0);
@@ -538,7 +577,7 @@ class Observer final : public RuntimeListener {
     if (!is_operator(name)) return nullptr;
 
     auto ctx = std::make_unique<OpCtx>();
-    if (!ts.cache.empty()) {
+    if (!ts.cache.empty() || scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
       collect_written(fn, ts, ctx->written);
       for (const c10::TensorImpl* impl : ctx->written)  // summarize before this op writes it
         if (auto it = ts.cache.find(impl); it != ts.cache.end()) it->second.stats->get();
@@ -588,7 +627,10 @@ class Observer final : public RuntimeListener {
     const DumpConfig& config = dumper->config();
     const bool level_ok = config.level != ObserveLevel::Api || top;
     if (!level_ok) return ctx;
-    if (config.skip_no_compute_ops && no_compute_ops().count(op_type)) return ctx;
+    // The watcher checks after in-place writers too (zero_, copy_, fill_ overwrite memory).
+    if (config.skip_no_compute_ops && no_compute_ops().count(op_type) &&
+        !(config.scene == Scene::Watcher && !ctx->written.empty()))
+      return ctx;
 
     // Every op of the level is in the execution order, dumped or not.
     ctx->record.id = OpIdentity{op_type, ctx->name, task_counter_.fetch_add(1), 0, now_microseconds()};
@@ -598,12 +640,19 @@ class Observer final : public RuntimeListener {
     ctx->executed = true;
     tensor_ids(fn.inputs(), ts, ctx->input_ids);
     if (!model.empty() && !Runtime::instance().model_enabled(model)) return ctx;
+    if (config.scene != Scene::Normal) {
+      ctx->in_scene = true;
+      ts.busy = true;
+      DebugScenes::instance().start(fn, *dumper, ctx->written, ctx->scene);
+      ts.busy = false;
+      if (config.scene != Scene::Watcher) return ctx;  // nothing is dumped unless a check fires
+    }
     if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
 
     ctx->selected = true;
     if (config.dumps_inputs())
       capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written);
-    if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, ctx->name));
+    if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
   }
 
@@ -628,11 +677,17 @@ class Observer final : public RuntimeListener {
     std::vector<uint64_t> output_ids;
     tensor_ids(c10::ArrayRef<c10::IValue>(fn.outputs()), ts, output_ids);
     dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids));
+    if (ctx->in_scene) {
+      for (const at::Tensor& t : tensors_of(fn.outputs())) ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
+      ts.busy = true;
+      DebugScenes::instance().end(fn, *dumper, ctx->record, ctx->scene);
+      ts.busy = false;
+    }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
     if (dumper->config().dumps_outputs()) {
       const auto& outs = fn.outputs();
-      capture_all(c10::ArrayRef<c10::IValue>(outs), *dumper, ts, outputs, &ctx->record.id.stream_id);
+      capture_all(outs, *dumper, ts, outputs, &ctx->record.id.stream_id);
     }
     dumper->dump_op(ctx->record, ctx->inputs, outputs);
   }
@@ -675,16 +730,7 @@ class Observer final : public RuntimeListener {
     ts.busy = true;
     at::RecordFunctionGuard no_record(false);
     at::NoGradGuard no_grad;
-    for (const c10::IValue& v : values) {
-      if (v.isTensor()) {
-        capture(v.toTensor(), dumper, ts, out, stream_id, written);
-      } else if (v.isTensorList()) {
-        for (const at::Tensor& t : v.toTensorVector()) capture(t, dumper, ts, out, stream_id, written);
-      } else if (v.isList()) {
-        for (const c10::IValue& e : v.toListRef())
-          if (e.isTensor()) capture(e.toTensor(), dumper, ts, out, stream_id, written);
-      }
-    }
+    for (const at::Tensor& t : tensors_of(values)) capture(t, dumper, ts, out, stream_id, written);
     ts.busy = false;
   }
 
@@ -696,10 +742,7 @@ class Observer final : public RuntimeListener {
       out.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
       return;
     }
-    if (!t.device().is_cpu()) {
-      const auto* impl = c10::impl::getDeviceGuardImpl(t.device().type());
-      *stream_id = static_cast<uint64_t>(impl->getStream(t.device()).id());
-    }
+    if (!t.device().is_cpu()) *stream_id = stream_of(t);
     const DumpConfig& config = dumper.config();
     Shape shape(t.sizes().begin(), t.sizes().end());
     DumpTensor d;
@@ -780,6 +823,7 @@ class Observer final : public RuntimeListener {
   std::atomic<uint64_t> task_counter_{0};
   std::atomic<uint64_t> orphan_nodes_{0};
   std::atomic<int> level_{static_cast<int>(ObserveLevel::Api)};
+  std::atomic<int> scene_{static_cast<int>(Scene::Normal)};
 };
 
 // Environment: OPDUMP_CONFIG (or MindSpore's MINDSPORE_DUMP_CONFIG) turns dumping on when the

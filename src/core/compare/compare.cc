@@ -78,6 +78,14 @@ std::vector<std::pair<std::string, std::string>> load_mapping(const std::string&
   return out;
 }
 
+Tensor load_entry(const DumpEntry& e) {
+  if (e.source == DumpEntry::Source::Statistics) throw Error(e.path + ": " + e.op_name + " has statistics only, no values");
+  if (e.source == DumpEntry::Source::Npy) return read_npy(e.path, /*populate=*/true);
+  BinDump d = read_ascend_bin(e.path);
+  const size_t ni = d.inputs.size();
+  return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);
+}
+
 namespace {
 
 using Key = std::tuple<std::string, std::string, int, uint32_t>;  // group, name, io, slot
@@ -168,13 +176,6 @@ std::vector<std::pair<size_t, size_t>> align(const OpSeq& a, const OpSeq& b) {
     }
   }
   return out;
-}
-
-Tensor load_entry(const DumpEntry& e) {
-  if (e.source == DumpEntry::Source::Npy) return read_npy(e.path, /*populate=*/true);
-  BinDump d = read_ascend_bin(e.path);
-  const size_t ni = d.inputs.size();
-  return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);
 }
 
 std::vector<uint64_t> abs_error_histogram(const Tensor& x, const Tensor& y) {

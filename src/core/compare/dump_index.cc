@@ -97,7 +97,9 @@ void index_statistics(const DumpFile& f, std::vector<DumpEntry>& out) {
   const int c_type = t.column("Op Type"), c_name = t.column("Op Name"), c_task = t.column("Task ID"),
             c_ts = t.column("Timestamp"), c_io = t.column("IO"), c_slot = t.column("Slot"),
             c_dtype = t.column("Data Type"), c_max = t.column("Max Value"), c_min = t.column("Min Value"),
-            c_avg = t.column("Avg Value"), c_l2 = t.column("L2Norm Value"), c_count = t.column("Count");
+            c_avg = t.column("Avg Value"), c_l2 = t.column("L2Norm Value"), c_count = t.column("Count"),
+            c_nan = t.column("NaN Count"), c_ninf = t.column("Negative Inf Count"),
+            c_pinf = t.column("Positive Inf Count");
   if (c_name < 0 || c_io < 0 || c_slot < 0)
     throw FormatError(f.path, "not a statistic.csv: it lacks the Op Name, IO or Slot column");
   for (const auto& row : t.rows) {
@@ -124,6 +126,12 @@ void index_statistics(const DumpFile& f, std::vector<DumpEntry>& out) {
     s.finite = ok ? std::max<uint64_t>(s.count, 1) : 0;
     s.sum = avg * static_cast<double>(s.finite);
     s.sum_sq = l2 * l2;
+    auto count = [&](int c) { return c >= 0 ? std::strtoull(row[c].c_str(), nullptr, 10) : 0; };
+    s.nan = count(c_nan);
+    s.neg_inf = count(c_ninf);
+    s.pos_inf = count(c_pinf);
+    e.has_nonfinite_counts = c_nan >= 0 && c_ninf >= 0 && c_pinf >= 0;
+    for (int c : {c_max, c_min, c_avg, c_l2}) e.stats_null |= c >= 0 && row[c] == "null";
     e.stats = s;
     out.push_back(std::move(e));
   }

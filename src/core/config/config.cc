@@ -111,7 +111,7 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
            {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "net_name",
-            "save_kernel_args"});
+            "save_kernel_args", "overflow_ignore_ops", "overflow_number"});
   if (auto v = f.choice("level", {"api", "kernel", "all"}))
     c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
   if (auto v = f.boolean("skip_no_compute_ops")) c.skip_no_compute_ops = *v;
@@ -120,6 +120,8 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   if (auto v = f.integer("writer_threads", 0, 64)) c.writer_threads = static_cast<unsigned>(*v);
   if (auto v = f.string("net_name")) c.net_name = *v;
   if (auto v = f.boolean("save_kernel_args")) c.save_kernel_args = *v;
+  if (auto v = f.string_list("overflow_ignore_ops", 4096)) c.overflow_ignore_ops = *v;
+  if (auto v = f.integer("overflow_number", 0, UINT32_MAX)) c.overflow_number = static_cast<uint32_t>(*v);
   f.warn_unknown(&c.warnings);
 }
 

@@ -46,6 +46,7 @@ nlohmann::ordered_json to_json_object(const DumpConfig& c) {
   j["level"] = to_string(c.level);
   j["skip_no_compute_ops"] = c.skip_no_compute_ops;
   j["check_fp16_range"] = c.check_fp16_range;
+  j["overflow_ignore_ops"] = c.overflow_ignore_ops;
   j["max_inflight_mb"] = c.max_inflight_bytes >> 20;
   j["writer_threads"] = c.writer_threads;
   j["warnings"] = c.warnings;

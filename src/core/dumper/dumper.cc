@@ -41,12 +41,22 @@ void check_writable(const std::string& path) {
 
 }  // namespace
 
-Dumper::Dumper(DumpConfig config, DumperOptions options) : config_(std::move(config)), options_(options) {
+Dumper::Dumper(DumpConfig config, DumperOptions options)
+    : config_(std::move(config)), options_(options), overflow_(config_.overflow_number) {
   kernels_ = KernelFilter(config_.kernels, "common_dump_settings.kernels");
   for (size_t i = 0; i < config_.dump_list.size(); ++i) {
     const auto& m = config_.dump_list[i];
     if (!m.model_name.empty())
       model_layers_.emplace_back(m.model_name, KernelFilter(m.layers, "dump.dump_list[" + std::to_string(i) + "].layer"));
+  }
+  if (config_.scene == Scene::Watcher) {
+    std::vector<std::string> nodes, layers;
+    for (const auto& m : config_.dump_list) {
+      nodes.insert(nodes.end(), m.watcher_nodes.begin(), m.watcher_nodes.end());
+      layers.insert(layers.end(), m.layers.begin(), m.layers.end());
+    }
+    watch_nodes_ = KernelFilter(nodes, "dump.dump_list[].watcher_nodes");
+    watch_layers_ = KernelFilter(layers, "dump.dump_list[].layer");
   }
   device_selected_ = config_.device_selected(options_.device_id);
   if (config_.dump_path.empty()) throw Error("dump path is empty (the config does not enable dumping)");
@@ -78,6 +88,10 @@ bool Dumper::iteration_selected(uint64_t iteration) const {
 
 bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, std::string_view op_type,
                          bool marked) const {
+  // Overflow and exception dumps watch every op (MindSpore: a debug mode forces dump_mode 0);
+  // the watcher selects by its own lists.
+  if (config_.scene == Scene::Watcher) return watched_op(op_name, op_type);
+  if (config_.scene != Scene::Normal) return true;
   switch (config_.dialect) {
     case Dialect::Acl: {
       if (model_layers_.empty()) return !model_name.empty() || config_.op_switch;
@@ -115,8 +129,17 @@ std::string Dumper::op_folder(const OpRecord& op) {
 }
 
 void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
+  dump_to(op, op_folder(op), inputs, outputs);
+}
+
+TensorView Dumper::file_view(const TensorView& v) const {
+  if (!config_.sample || v.numel() <= config_.sample_num) return v;
+  return TensorView{v.data, v.dtype, Shape{static_cast<int64_t>(config_.sample_num)}};
+}
+
+void Dumper::dump_to(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
+                     const std::vector<DumpTensor>& outputs) {
   ops_.fetch_add(1, std::memory_order_relaxed);
-  const std::string folder = op_folder(op);
   const std::vector<DumpTensor> none;
   const auto& ins = config_.dumps_inputs() ? inputs : none;
   const auto& outs = config_.dumps_outputs() ? outputs : none;
@@ -137,8 +160,9 @@ void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, 
 void Dumper::dump_tensor_files(const OpRecord& op, const std::string& folder, IoKind io,
                                const std::vector<DumpTensor>& tensors) {
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
-    const DumpTensor& t = tensors[slot];
+    DumpTensor t = tensors[slot];
     if (!t.view.data && t.view.nbytes() != 0) continue;  // statistics only
+    t.view = file_view(t.view);
     const std::string path = folder + "/" + names_.map(folder, mindspore_file_name(op.id, io, static_cast<uint32_t>(slot)));
     std::string header = npy_header(npy_storage_dtype(t.view.dtype), t.view.shape);
     const uint64_t bytes = t.view.nbytes();
@@ -169,12 +193,12 @@ void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::
   writer_->run(bytes, [this, path, op, inputs, outputs] {
     std::vector<BinWriteTensor> in, out;
     for (const auto& t : inputs) {
-      t.owner->wait_ready();
-      in.push_back({t.view, 2, {}});
+      if (t.owner) t.owner->wait_ready();
+      in.push_back({file_view(t.view), 2, {}});
     }
     for (const auto& t : outputs) {
-      t.owner->wait_ready();
-      out.push_back({t.view, 2, {}});
+      if (t.owner) t.owner->wait_ready();
+      out.push_back({file_view(t.view), 2, {}});
     }
     const std::string header = ascend_bin_header(op.id.op_name, op.id.timestamp, in, out);
     const auto payload = ascend_bin_payload(in, out);
@@ -343,6 +367,7 @@ WriterReport Dumper::finalize() {
     std::lock_guard<std::mutex> lock(exec_mutex_);
     flush_execution_locked();
   }
+  finalize_scenes();
   writer_->drain();
   statistics_->close_all();
   finalized_ = true;

@@ -68,7 +68,10 @@ void Runtime::set_dump_config(DumpConfig config) {
     ++generation_;
   }
   update_activity();
-  if (replaced) replaced->finalize();
+  if (replaced) {
+    notify_ending(*replaced);
+    replaced->finalize();
+  }
 }
 
 WriterReport Runtime::finalize_dump() {
@@ -79,6 +82,7 @@ WriterReport Runtime::finalize_dump() {
   }
   update_activity();
   if (!d || g_forked_child.load()) return {};
+  notify_ending(*d);
   return d->finalize();
 }
 
@@ -159,6 +163,33 @@ void Runtime::update_activity() {
     listeners = listeners_;
   }
   for (auto* l : listeners) l->on_activity(now);
+}
+
+void Runtime::notify_ending(Dumper& dumper) {
+  std::vector<RuntimeListener*> listeners;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listeners = listeners_;
+  }
+  for (auto* l : listeners) l->on_dump_ending(dumper);
+}
+
+void Runtime::set_python_stack_provider(std::function<std::string()> provider) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  python_stack_ = std::move(provider);
+}
+
+std::string Runtime::python_stack() const {
+  std::function<std::string()> provider;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    provider = python_stack_;
+  }
+  try {
+    return provider ? provider() : std::string();
+  } catch (const std::exception& e) {
+    return std::string("(no Python stack: ") + e.what() + ")";
+  }
 }
 
 void Runtime::notify_iteration(uint64_t it) {

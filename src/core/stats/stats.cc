@@ -61,6 +61,15 @@ StatsKernel best_stats_kernel() {
 #endif
 }
 
+RangeScanKernel best_range_scan_kernel() {
+#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
+  static const RangeScanKernel k = __builtin_cpu_supports("avx2") ? &k_avx2::range_scan : &k_baseline::range_scan;
+  return k;
+#else
+  return &k_baseline::range_scan;
+#endif
+}
+
 const char* best_stats_kernel_name() {
   return best_stats_kernel() == &k_baseline::compute ? "baseline" : "avx2";
 }

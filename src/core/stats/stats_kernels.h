@@ -22,15 +22,25 @@ void merge(StatsPartial& into, const StatsPartial& from);
 
 using StatsKernel = void (*)(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
 
+// Counts NaN/Inf elements and finite elements beyond float16's range (|x| > 65504; for
+// float16 itself with `saturating_limit`, |x| >= 65504).
+using RangeScanKernel = void (*)(const void* data, size_t n, DType dtype, bool saturating_limit,
+                                 uint64_t* nonfinite, uint64_t* beyond_fp16);
+
 namespace k_baseline {
 void compute(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+void range_scan(const void* data, size_t n, DType dtype, bool saturating_limit, uint64_t* nonfinite,
+                uint64_t* beyond_fp16);
 }
 namespace k_avx2 {
 void compute(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+void range_scan(const void* data, size_t n, DType dtype, bool saturating_limit, uint64_t* nonfinite,
+                uint64_t* beyond_fp16);
 }
 
 // The best kernel this CPU runs.
 StatsKernel best_stats_kernel();
 const char* best_stats_kernel_name();
+RangeScanKernel best_range_scan_kernel();
 
 }  // namespace opdump::detail

@@ -1,0 +1,325 @@
+// The PyTorch side of the debug scenes (seed 004 dump_debug / dump_scene, MindSpore
+// op_debug_mode, seed 003 check_overflow):
+//  - overflow: each output is checked where it lives (one vectorized read-only pass on the
+//    host; ATen reductions on a device, read back asynchronously); data is copied only when a
+//    check fires. Inputs an op writes in place are copied before it runs.
+//  - exception: an op whose end callback runs while an exception unwinds the stack failed; its
+//    inputs (and any outputs) are dumped and the exception goes on unchanged.
+//  - watcher: outputs of watched ops are copied when produced and compared after layer ops.
+#include <c10/util/Backtrace.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+
+#include "adapter_internal.h"
+#include "opdump/debug_scenes.h"
+#include "opdump/runtime.h"
+
+namespace opdump::pt::detail {
+namespace {
+
+// ---- overflow checks --------------------------------------------------------------------------
+
+at::Tensor contiguous_host_view(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+
+OverflowCheck check_host(const at::Tensor& t) {
+  DType dtype;
+  if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype) || !dtype_can_overflow(dtype))
+    return {};
+  at::Tensor c = contiguous_host_view(t);
+  return check_overflow(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())});
+}
+
+bool can_overflow(const at::Tensor& t) {
+  return t.defined() && t.layout() == at::kStrided && (t.is_floating_point() || t.is_complex());
+}
+
+// On a device: [NaN/Inf count, beyond-float16 count] as doubles, computed on the tensor's
+// stream; only these two numbers come back (asynchronously).
+at::Tensor device_flags(const at::Tensor& t) {
+  at::Tensor x = t.is_complex() ? at::view_as_real(t) : t;
+  at::Tensor finite = x.isfinite();
+  const double limit = x.scalar_type() == at::kHalf ? 65503.5 : 65504.0;
+  return at::stack({finite.logical_not().sum(at::kDouble), x.abs().gt(limit).logical_and(finite).sum(at::kDouble)});
+}
+
+OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowCheck check) {
+  OverflowTensor o;
+  o.io = io;
+  o.slot = slot;
+  if (t.defined()) {
+    dtype_of(t.scalar_type(), &o.dtype);
+    o.shape = Shape(t.sizes().begin(), t.sizes().end());
+  }
+  o.check = check;
+  return o;
+}
+
+// An op whose outputs live on a device and whose checks are still on their way back.
+struct PendingCheck {
+  OpRecord record;
+  std::vector<at::Tensor> inputs, outputs;
+  std::shared_ptr<Buffer> flags;  // 2 doubles per output
+};
+
+class OverflowScene {
+ public:
+  void check(Dumper& dumper, const OpRecord& record, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs) {
+    const bool fp16 = dumper.config().check_fp16_range;
+    bool on_device = false;
+    for (const at::Tensor& t : outputs) on_device |= t.defined() && !t.device().is_cpu();
+    if (!on_device) {
+      std::vector<OverflowCheck> checks;
+      bool fired = false;
+      for (const at::Tensor& t : outputs) {
+        checks.push_back(check_host(t));
+        fired |= checks.back().fired(fp16);
+      }
+      if (fired) report(dumper, record, inputs, outputs, checks);
+      return;
+    }
+    std::vector<at::Tensor> parts;
+    for (const at::Tensor& t : outputs)
+      parts.push_back(can_overflow(t) && !t.device().is_cpu() ? device_flags(t)
+                                                             : at::zeros({2}, at::TensorOptions().dtype(at::kDouble).device(outputs[0].device())));
+    PendingCheck p{record, std::move(inputs), std::move(outputs), host_copy(at::stack(parts))};
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back(std::move(p));
+  }
+
+  // Device checks that are back are reported; with `wait`, all of them (an op is about to
+  // write a tensor a pending check holds, or the iteration ends).
+  void resolve(Dumper* dumper, bool wait) {
+    for (;;) {
+      PendingCheck p;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (pending_.empty()) return;
+        if (!wait && !pending_.front().flags->ready()) return;
+        p = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      if (!dumper) continue;
+      p.flags->wait_ready();
+      const double* v = static_cast<const double*>(p.flags->data());
+      std::vector<OverflowCheck> checks;
+      bool fired = false;
+      for (size_t i = 0; i < p.outputs.size(); ++i) {
+        checks.push_back(OverflowCheck{static_cast<uint64_t>(v[2 * i]), static_cast<uint64_t>(v[2 * i + 1])});
+        fired |= checks.back().fired(dumper->config().check_fp16_range);
+      }
+      if (fired) report(*dumper, p.record, p.inputs, p.outputs, checks);
+    }
+  }
+
+  bool holds(const std::vector<const c10::TensorImpl*>& written) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const PendingCheck& p : pending_)
+      for (const auto* list : {&p.inputs, &p.outputs})
+        for (const at::Tensor& t : *list)
+          for (const c10::TensorImpl* w : written)
+            if (t.defined() && t.unsafeGetTensorImpl() == w) return true;
+    return false;
+  }
+
+ private:
+  void report(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
+              const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks) {
+    OverflowEvent event;
+    const bool fp16 = dumper.config().check_fp16_range;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      OverflowCheck c = inputs[i].defined() ? check_host(inputs[i].device().is_cpu() ? inputs[i] : inputs[i].cpu())
+                                            : OverflowCheck{};
+      event.inputs_finite &= !c.fired(fp16);
+      event.tensors.push_back(describe(inputs[i], IoKind::Input, static_cast<uint32_t>(i), c));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      event.tensors.push_back(describe(outputs[i], IoKind::Output, static_cast<uint32_t>(i), output_checks[i]));
+    std::vector<DumpTensor> ins, outs;
+    for (const at::Tensor& t : inputs) ins.push_back(dump_copy(t));
+    for (const at::Tensor& t : outputs) outs.push_back(dump_copy(t));
+    dumper.dump_overflow(record, std::move(event), ins, outs);
+  }
+
+  std::mutex mutex_;
+  std::deque<PendingCheck> pending_;
+};
+
+// ---- watcher ----------------------------------------------------------------------------------
+
+struct Watched {
+  OpRecord record;
+  uint32_t slot = 0;
+  at::Tensor live;      // the output itself
+  at::Tensor snapshot;  // its value when produced (or when last seen changed), on the host
+};
+
+at::Tensor host_snapshot(const at::Tensor& t) {
+  at::Tensor copy = at::empty(t.sizes(), t.options().device(at::kCPU).memory_format(at::MemoryFormat::Contiguous));
+  copy.copy_(t);
+  return copy;
+}
+
+TensorView view_of(const at::Tensor& host) {
+  DType dtype = DType::Float32;
+  dtype_of(host.scalar_type(), &dtype);
+  return TensorView{host.numel() ? host.data_ptr() : nullptr, dtype, Shape(host.sizes().begin(), host.sizes().end())};
+}
+
+class WatcherScene {
+ public:
+  // A watched op produced its outputs: remember them (a later run of the same op replaces them).
+  void watch(const OpRecord& record, const std::vector<at::Tensor>& outputs) {
+    std::vector<Watched> entries;
+    DType dtype;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const at::Tensor& t = outputs[i];
+      if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) continue;
+      entries.push_back(Watched{record, static_cast<uint32_t>(i), t, host_snapshot(t)});
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    watched_.erase(std::remove_if(watched_.begin(), watched_.end(),
+                                  [&](const Watched& w) { return w.record.id.op_name == record.id.op_name; }),
+                   watched_.end());
+    for (Watched& w : entries) watched_.push_back(std::move(w));
+  }
+
+  // A layer op ran: compare every watched output with its snapshot.
+  void check_after(Dumper& dumper, const OpRecord& layer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool layers_named = has_layers(dumper);
+    std::vector<std::pair<OpRecord, std::vector<DumpTensor>>> dumps;  // per watched op, outputs by slot
+    for (Watched& w : watched_) {
+      at::Tensor now = w.live.device().is_cpu() && w.live.is_contiguous() ? w.live : host_snapshot(w.live);
+      WatchResult r;
+      r.iteration = layer.iteration;
+      r.layer_op = layer.id;
+      r.watched_op = w.record.id;
+      r.slot = w.slot;
+      r.diff = diff_tensors(view_of(w.snapshot), view_of(now));
+      dumper.record_watch(r);
+      if (r.diff.changed) w.snapshot = host_snapshot(w.live);  // later changes are someone else's
+      if (!layers_named && !r.diff.changed) continue;  // checked after every op: dump changes only
+      // Entries of one op are adjacent (watch() adds them together).
+      if (dumps.empty() || dumps.back().first.id.op_name != w.record.id.op_name) dumps.push_back({w.record, {}});
+      auto& slots = dumps.back().second;
+      while (slots.size() < w.slot) slots.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
+      slots.push_back(dump_copy(w.live));
+    }
+    for (auto& [record, outputs] : dumps) dumper.dump_watched(record, layer, outputs);
+  }
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    watched_.clear();
+  }
+
+ private:
+  static bool has_layers(const Dumper& dumper) {
+    for (const auto& m : dumper.config().dump_list)
+      if (!m.layers.empty()) return true;
+    return false;
+  }
+
+  std::mutex mutex_;
+  std::vector<Watched> watched_;
+};
+
+// ---- exception dump ---------------------------------------------------------------------------
+
+// Set when a failing op was dumped; the ops around it end during the same unwinding and are
+// not dumped again. Cleared when the next op starts.
+thread_local bool t_exception_dumped = false;
+
+void dump_failure(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, const SceneOp& op) {
+  std::vector<DumpTensor> ins, outs;
+  for (const at::Tensor& t : tensors_of(op.arguments)) ins.push_back(dump_copy(t));
+  for (const at::Tensor& t : tensors_of(fn.outputs())) outs.push_back(dump_copy(t));
+  ExceptionInfo info;
+  const Scene scene = dumper.config().scene;
+  if (scene == Scene::ExceptionNorm || scene == Scene::ExceptionDetail) 
+    info.arguments_json = kernel_args_json(fn, c10::ArrayRef<const c10::IValue>(op.arguments.data(), op.arguments.size()),
+                                           record.id.op_name);
+  if (scene == Scene::ExceptionDetail) {
+    info.cpp_stack = c10::get_backtrace(/*frames_to_skip=*/1);
+    info.python_stack = Runtime::instance().python_stack();
+  }
+  dumper.dump_exception(record, ins, outs, info);
+}
+
+OverflowScene& overflow_scene() {
+  static OverflowScene* s = new OverflowScene();
+  return *s;
+}
+
+WatcherScene& watcher_scene() {
+  static WatcherScene* s = new WatcherScene();
+  return *s;
+}
+
+bool is_exception_scene(Scene s) {
+  return s == Scene::ExceptionBrief || s == Scene::ExceptionNorm || s == Scene::ExceptionDetail;
+}
+
+}  // namespace
+
+DebugScenes& DebugScenes::instance() {
+  static DebugScenes* s = new DebugScenes();
+  return *s;
+}
+
+void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
+                        SceneOp& op) {
+  const Scene scene = dumper.config().scene;
+  op.uncaught = std::uncaught_exceptions();
+  if (is_exception_scene(scene)) {
+    t_exception_dumped = false;
+    op.arguments.assign(fn.inputs().begin(), fn.inputs().end());
+    return;
+  }
+  if (scene != Scene::Overflow) return;
+  at::RecordFunctionGuard no_record(false);
+  at::NoGradGuard no_grad;
+  overflow_scene().resolve(&dumper, /*wait=*/!written.empty() && overflow_scene().holds(written));
+  if (dumper.overflow_ignored(std::strstr(fn.name(), "::") + 2)) return;
+  op.inputs = tensors_of(fn.inputs());
+  for (at::Tensor& t : op.inputs)
+    if (!written.empty() && can_overflow(t) &&
+        std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) != written.end())
+      t = t.clone();
+}
+
+void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, SceneOp& op) {
+  const Scene scene = dumper.config().scene;
+  at::RecordFunctionGuard no_record(false);
+  at::NoGradGuard no_grad;
+  if (is_exception_scene(scene)) {
+    if (std::uncaught_exceptions() > op.uncaught && !t_exception_dumped) {
+      t_exception_dumped = true;
+      dump_failure(fn, dumper, record, op);
+    }
+    return;
+  }
+  if (scene == Scene::Overflow) {
+    if (std::uncaught_exceptions() > op.uncaught || dumper.overflow_ignored(record.id.op_type)) return;
+    overflow_scene().check(dumper, record, std::move(op.inputs), tensors_of(fn.outputs()));
+    return;
+  }
+  if (scene == Scene::Watcher) {
+    if (dumper.watched_op(record.id.op_name, record.id.op_type))
+      watcher_scene().watch(record, tensors_of(fn.outputs()));
+    else if (dumper.watch_layer_op(record.id.op_name, record.id.op_type))
+      watcher_scene().check_after(dumper, record);
+  }
+}
+
+void DebugScenes::iteration_end(Dumper* dumper) {
+  at::RecordFunctionGuard no_record(false);
+  overflow_scene().resolve(dumper, /*wait=*/true);
+  watcher_scene().clear();
+}
+
+}  // namespace opdump::pt::detail
