@@ -48,6 +48,24 @@ std::string python_stack() {
   }
 }
 
+// "file.py:line" of the innermost frame outside torch and opdump (the user's line that ran the op).
+std::string python_location() {
+  if (!Py_IsInitialized()) return "";
+  py::gil_scoped_acquire gil;
+  try {
+    PyFrameObject* current = PyEval_GetFrame();  // borrowed; null on threads running no Python
+    py::object frame = current ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(current)) : py::none();
+    for (int depth = 0; !frame.is_none() && depth < 64; ++depth, frame = frame.attr("f_back")) {
+      const std::string file = frame.attr("f_code").attr("co_filename").cast<std::string>();
+      if (file.find("/torch/") != std::string::npos || file.find("/opdump/") != std::string::npos) continue;
+      return file + ":" + std::to_string(frame.attr("f_lineno").cast<int>());
+    }
+    return "";
+  } catch (const py::error_already_set& e) {
+    return "";
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_opdump, m) {
@@ -67,7 +85,7 @@ PYBIND11_MODULE(_opdump, m) {
   });
 
   auto& rt = opdump::Runtime::instance();
-  rt.set_python_stack_provider(&python_stack);
+  rt.set_python_hooks({&python_stack, &python_location});
   m.def("init", [&rt](const std::string& path) { rt.init(path); }, py::arg("config_path") = "");
   m.def("initialized", [&rt] { return rt.initialized(); });
   m.def("init_dump", [&rt] { rt.init_dump(); });

@@ -119,6 +119,7 @@ struct FirstDivergence {
   bool backward = false;
   bool inputs_agree = true;  // false: its inputs already differ (the runs parted earlier)
   size_t row = 0;            // first output row that failed
+  std::string source;        // "file.py:line" the op was called from, when the dump recorded it
 };
 
 struct CompareOptions {
@@ -141,6 +142,9 @@ struct CompareResult {
 };
 
 CompareResult compare_dumps(const std::string& target, const std::string& reference, const CompareOptions& options);
+
+// The Python line an op of a dump was called from (graphs/*.ir of its run), or "".
+std::string find_source_line(const DumpEntry& entry);
 
 // Loads a mapping file: one "target_name,reference_name" per line (csv), '#' comments.
 std::vector<std::pair<std::string, std::string>> load_mapping(const std::string& path);

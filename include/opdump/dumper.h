@@ -87,7 +87,12 @@ class Dumper {
   // Lists an executed op (dumped or not) in execution_order/ms_execution_order_graph_{graph}.csv
   // and, for the first dumped iteration of each graph, in graphs/ms_output_trace_code_graph_{graph}.ir,
   // with the ids of its input and output tensors (seed 001's auxiliary files).
-  void record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids);
+  // `source`: where the op was called from ("file.py:line"), when known.
+  void record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+                        const std::string& source = "");
+  // Whether record_execution of this graph goes to graphs/ (only its first dumped iteration
+  // does): the adapter looks up source lines only then.
+  bool wants_source(uint64_t graph);
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);
 

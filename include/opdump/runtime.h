@@ -70,10 +70,15 @@ class Runtime {
   uint32_t rank() const { return rank_; }
   uint32_t device_id() const { return device_id_; }
 
-  // The Python stack of the calling thread, for exception dumps (aic_err_detail_dump): the
-  // Python module installs a provider; "" without one.
-  void set_python_stack_provider(std::function<std::string()> provider);
+  // What the Python module tells about the calling thread's Python code ("" without it, e.g.
+  // in C++ programs, or on threads that run no Python).
+  struct PythonHooks {
+    std::function<std::string()> stack;     // the whole stack (exception dumps, aic_err_detail_dump)
+    std::function<std::string()> location;  // "file.py:line" of the innermost user frame (graphs/)
+  };
+  void set_python_hooks(PythonHooks hooks);
   std::string python_stack() const;
+  std::string python_location() const;
 
   void add_listener(RuntimeListener* listener);
   void remove_listener(RuntimeListener* listener);
@@ -94,7 +99,7 @@ class Runtime {
   std::atomic<bool> dumping_{false};
   std::atomic<bool> broken_{false};
   uint32_t rank_ = 0, device_id_ = 0;
-  std::function<std::string()> python_stack_;
+  PythonHooks python_;
 };
 
 // Module scopes of the calling thread: the "Default/net-Net/conv1-Conv2d" prefix of op names.

@@ -61,6 +61,7 @@ void add_compare_command(CLI::App& app, int* exit_code) {
       std::printf("first divergence: %s (%s, %s, group %s)%s\n", f.op_name.c_str(), f.op_type.c_str(),
                   f.backward ? "backward" : "forward", f.group.c_str(),
                   f.inputs_agree ? "" : "; its inputs already differ: the runs parted before the dumped data");
+    if (f.found && !f.source.empty()) std::printf("  called from %s\n", f.source.c_str());
     else
       std::printf("no divergence found\n");
     std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", out.c_str(), out.c_str());

@@ -676,7 +676,13 @@ class Observer final : public RuntimeListener {
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
     tensor_ids(c10::ArrayRef<c10::IValue>(fn.outputs()), ts, output_ids);
-    dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids));
+    std::string source;
+    if (dumper->wants_source(ctx->record.model_id)) {
+      ts.busy = true;
+      source = Runtime::instance().python_location();
+      ts.busy = false;
+    }
+    dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source);
     if (ctx->in_scene) {
       for (const at::Tensor& t : tensors_of(fn.outputs())) ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
       ts.busy = true;

@@ -166,8 +166,11 @@ def test_planted_bug_is_the_first_divergence(workload, run, tmp_path):
     proc = run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
     line = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
     assert "Default_net-Small_bn1-BatchNorm2d_batch_norm-op" in line and "forward" in line, proc.stdout
+    # the Python line that called it, from the dump's graphs/ file
+    called = proc.stdout.splitlines()[proc.stdout.splitlines().index(line) + 1]
+    assert called.strip().startswith("called from ") and "torch_workload.py:" in called
     html = (tmp_path / "out" / "compare_report.html").read_text()
-    assert 'id="first-divergence"' in html and "<svg" in html
+    assert 'id="first-divergence"' in html and "<svg" in html and "torch_workload.py:" in html
 
 
 def test_renamed_modules_are_aligned_by_execution_order(workload, run, tmp_path):

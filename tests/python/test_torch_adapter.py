@@ -352,3 +352,10 @@ def test_execution_order_and_graph_files(workload, tmp_path):
     assert history == ["0", "2"]
     ir = open(os.path.join(root, "graphs", "ms_output_trace_code_graph_0.ir")).read()
     assert "conv2d(" in ir and "Default/net-Small/conv1-Conv2d/conv2d-op" in ir
+    # the Python line each op was called from (torch's own frames skipped)
+    lines = ir.splitlines()
+    at = next(i for i, line in enumerate(lines) if "conv1-Conv2d/conv2d-op" in line)
+    assert lines[at + 1].strip().startswith("# In file ") and "torch_workload.py:" in lines[at + 1]
+    source_line = int(lines[at + 1].rsplit(":", 1)[1])
+    workload_text = open(os.path.join(os.path.dirname(__file__), "torch_workload.py")).read().splitlines()
+    assert "conv(x)" in workload_text[source_line - 1]

@@ -450,6 +450,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
         f.op_name = head.target->op_name;
         f.backward = head.target->key_name.rfind("Gradients", 0) == 0;
         f.row = static_cast<size_t>(failing_output);
+        f.source = find_source_line(*head.target);
       }
       i = j;
     }

@@ -127,7 +127,7 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
                         (f.backward ? "backward" : "forward") + ", group " + escape(f.group) + ", row " +
                         std::to_string(f.row) + ")" +
                         (f.inputs_agree ? "" : "; its inputs already differ: the runs parted before the dumped data") +
-                        "</p>"
+                        (f.source.empty() ? "" : "; called from <code>" + escape(f.source) + "</code>") + "</p>"
                   : "<p id=\"first\">No divergence found.</p>";
   html += chart(result);
   html += histograms(result);

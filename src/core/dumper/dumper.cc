@@ -286,7 +286,13 @@ std::string id_list(const std::vector<uint64_t>& ids) {
 
 }  // namespace
 
-void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids) {
+bool Dumper::wants_source(uint64_t graph) {
+  std::lock_guard<std::mutex> lock(exec_mutex_);
+  return !graphs_done_.count(graph);
+}
+
+void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+                              const std::string& source) {
   std::lock_guard<std::mutex> lock(exec_mutex_);
   if (op.iteration != exec_iteration_) {
     flush_execution_locked();
@@ -300,7 +306,8 @@ void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_id
     for (uint64_t id : output_ids) outs += (outs.empty() ? "%" : ", %") + std::to_string(id);
     for (uint64_t id : input_ids) ins += (ins.empty() ? "%" : ", %") + std::to_string(id);
     graph_text_[op.model_id] += (outs.empty() ? "()" : outs) + " = " + op.id.op_type + "(" + ins + ")\n" +
-                                "    : (" + op.id.op_name + ")  task " + std::to_string(op.id.task_id) + "\n";
+                                "    : (" + op.id.op_name + ")  task " + std::to_string(op.id.task_id) + "\n" +
+                                (source.empty() ? "" : "    # In file " + source + "\n");
   }
 }
 

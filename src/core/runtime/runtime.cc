@@ -174,22 +174,37 @@ void Runtime::notify_ending(Dumper& dumper) {
   for (auto* l : listeners) l->on_dump_ending(dumper);
 }
 
-void Runtime::set_python_stack_provider(std::function<std::string()> provider) {
+void Runtime::set_python_hooks(PythonHooks hooks) {
   std::lock_guard<std::mutex> lock(mutex_);
-  python_stack_ = std::move(provider);
+  python_ = std::move(hooks);
 }
 
+namespace {
+std::string call_hook(const std::function<std::string()>& hook) {
+  try {
+    return hook ? hook() : std::string();
+  } catch (const std::exception& e) {
+    return std::string("(unknown: ") + e.what() + ")";
+  }
+}
+}  // namespace
+
 std::string Runtime::python_stack() const {
-  std::function<std::string()> provider;
+  std::function<std::string()> hook;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    provider = python_stack_;
+    hook = python_.stack;
   }
-  try {
-    return provider ? provider() : std::string();
-  } catch (const std::exception& e) {
-    return std::string("(no Python stack: ") + e.what() + ")";
+  return call_hook(hook);
+}
+
+std::string Runtime::python_location() const {
+  std::function<std::string()> hook;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hook = python_.location;
   }
+  return call_hook(hook);
 }
 
 void Runtime::notify_iteration(uint64_t it) {
