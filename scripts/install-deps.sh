@@ -20,6 +20,7 @@ PACKAGES=(
   python3-torch python3-torchvision python3-numpy python3-pytest
   python3-pandas python3-openpyxl  # tests read the compare reports as users would
   chromium                  # tests render the HTML compare report headless
+  clang libclang-rt-14-dev  # libFuzzer targets and the sanitizer builds of CI (scripts/sanitize.sh)
 )
 
 missing=()

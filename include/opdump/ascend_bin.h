@@ -61,6 +61,8 @@ std::string bin_data_type_name(int32_t data_type);
 // Reads and validates a bin file: every size is checked against the file size before anything
 // is allocated; unknown protobuf fields are skipped.
 BinDump read_ascend_bin(const std::string& path);
+// The same from bytes in memory; `name` appears in errors.
+BinDump parse_ascend_bin(std::shared_ptr<const Buffer> bytes, const std::string& name);
 // True when the first bytes look like a bin dump (a plausible header length and protobuf).
 bool looks_like_ascend_bin(const std::string& path);
 

@@ -15,6 +15,9 @@ namespace opdump {
 // '.', '/', '\\' and spaces become '_' (the seeds' rule); control characters, NUL and bytes
 // that would let a name escape its folder become '_' too. Never returns "", "." or "..".
 std::string sanitize_name(std::string_view name);
+// sanitize_name for a folder (a model name): names over 200 bytes keep their first 180 and a
+// hash of the whole name, so that they fit NAME_MAX and stay distinct and stable across runs.
+std::string folder_name(std::string_view name);
 
 // "YYYYMMDDHHMMSS" in local time.
 std::string dump_time_string(int64_t unix_seconds);

@@ -34,5 +34,7 @@ void write_npy(const std::string& path, const TensorView& view);
 // Reads an npy file (memory-mapped, zero copy). Throws FormatError on malformed files.
 // populate: read the whole file in now (see MappedFile).
 Tensor read_npy(const std::string& path, bool populate = false);
+// The same from bytes in memory; `name` appears in errors.
+Tensor parse_npy(std::shared_ptr<const Buffer> bytes, const std::string& name);
 
 }  // namespace opdump

@@ -51,9 +51,11 @@ class StatisticCsvWriter {
 struct CsvTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  bool truncated_last_row = false;  // an unterminated, incomplete last row was dropped
   int column(const std::string& name) const;  // -1 when absent
 };
-// Throws FormatError (naming the file and line) on unbalanced quotes or ragged rows.
+// Throws FormatError (naming the file and line) on unbalanced quotes or ragged rows. An
+// incomplete last row without a newline (a writer killed mid-row) is dropped, not an error.
 CsvTable read_csv(const std::string& path);
 CsvTable parse_csv(const std::string& text, const std::string& name);
 std::string csv_escape(const std::string& cell);

@@ -101,7 +101,16 @@ def hook_optimizer(optimizer):
     return optimizer
 
 
+def _text(name):
+    """A name as UTF-8 text whatever it holds (lone surrogates would make the native call raise
+    inside the user's forward)."""
+    return str(name).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _scope_hooks(module, element, model_name=None):
+    element = _text(element)
+    model_name = None if model_name is None else _text(model_name)
+
     def pre(mod, inputs):
         if model_name is not None:
             mod.__opdump_depth = _opdump.scope_depth()
@@ -122,6 +131,7 @@ def register_model(module, name):
     """Registers `module` as model `name`: its ops are named by module path
     (Default/{name}-{Class}/{attr}-{Class}/.../{op}-op{n}) and selected by dump_list model_name/layer.
     Returns the module."""
+    name = _text(name)
     _opdump.register_model(name)
     handles = list(_scope_hooks(module, f"{name}-{type(module).__name__}", model_name=name))
     for attr, sub in module.named_modules():

@@ -157,6 +157,8 @@ void add_convert_command(CLI::App& app, int* exit_code) {
       }
     }
     std::vector<DumpFile> files = scan_dump(src);
+    // A single file that is neither bin nor npy: say why it is not a bin file.
+    if (files.size() == 1 && files[0].relative.empty() && files[0].kind == DumpFileKind::Other) read_ascend_bin(src);
     make_dirs(out);
     Counts counts;
     for (const auto& f : files) {

@@ -204,6 +204,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"mixed_dialects", "{\"dump\": {}, \"common_dump_settings\": {}}", "", "mixes dialects"},
         BadConfig{"duplicate_key", "{\"dump\": {\"dump_path\": \"a\", \"dump_path\": \"b\"}}", "", "appears twice"},
         BadConfig{"deep_nesting", "{\"dump\": {\"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}", "", "nested deeper"},
+        BadConfig{"number_overflow", "{\"dump\": {\"dump_path\": \"o\", \"x\": 8e888}}", "", "number overflow"},  // fuzzing finding
         BadConfig{"dump_not_object", "{\"dump\": 3}", "dump", "must be an object"},
         BadConfig{"dump_mode_value", "{\"dump\": {\"dump_mode\": \"both\"}}", "dump.dump_mode", "\"input\", \"output\", \"all\""},
         BadConfig{"dump_mode_type", "{\"dump\": {\"dump_mode\": 1}}", "dump.dump_mode", "not allowed"},

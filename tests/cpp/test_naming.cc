@@ -104,3 +104,15 @@ TEST(NameMapper, UniqueUnderManyThreads) {
   for (auto& r : t.rows) in_csv.insert(r[0]);
   EXPECT_EQ(in_csv, generated);
 }
+
+TEST(Naming, LongFolderNamesFitAndStayDistinct) {
+  EXPECT_EQ(folder_name("resnet/v1.5"), "resnet_v1_5");
+  std::string e300;
+  for (int i = 0; i < 300; ++i) e300 += "\xc3\xa9";  // 600 bytes of 'é'
+  const std::string a = folder_name("../" + e300), b = folder_name("../" + e300 + "x");
+  EXPECT_LE(a.size(), 200u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, folder_name("../" + e300));  // stable across runs
+  EXPECT_EQ(a.find('/'), std::string::npos);
+  EXPECT_EQ(a.rfind("___\xc3\xa9", 0), 0u);  // the readable start is kept, cut on a character boundary
+}

@@ -4,6 +4,7 @@
 
 #include "opdump/error.h"
 #include "opdump/npy.h"
+#include "opdump/stats.h"
 #include "test_util.h"
 
 using namespace opdump;
@@ -104,4 +105,20 @@ TEST(Npy, MalformedFilesAreRejected) {
   huge.replace(at, bigger.size(), bigger);
   expect_error("huge.npy", huge, "needs");
   expect_error("empty.npy", "", "bad magic");
+}
+
+TEST(Npy, UnpaddedHeaderGivesAlignedData) {  // fuzzing finding: typed reads at odd addresses
+  test::TempDir dir;
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n";  // not padded to 64
+  std::string file = std::string("\x93NUMPY\x01\x00", 8);
+  file += static_cast<char>(header.size() & 0xff);
+  file += static_cast<char>(header.size() >> 8);
+  file += header;
+  const float v[2] = {1.5f, -2.0f};
+  file.append(reinterpret_cast<const char*>(v), 8);
+  test::write_text(dir / "odd.npy", file);
+  Tensor t = read_npy(dir / "odd.npy");
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(t.data) % 4, 0u);
+  EXPECT_EQ(static_cast<const float*>(t.data)[1], -2.0f);
+  EXPECT_EQ(compute_stats(t.view()).max, 1.5);
 }

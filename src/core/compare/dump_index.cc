@@ -5,6 +5,7 @@
 
 #include "opdump/ascend_bin.h"
 #include "opdump/compare.h"
+#include "opdump/log.h"
 #include "opdump/dump_files.h"
 #include "opdump/error.h"
 #include "opdump/npy.h"
@@ -94,6 +95,7 @@ void index_bin(const DumpFile& f, std::vector<DumpEntry>& out) {
 
 void index_statistics(const DumpFile& f, std::vector<DumpEntry>& out) {
   CsvTable t = read_csv(f.path);
+  if (t.truncated_last_row) log_warning(f.path + ": its last row is incomplete (the writer was stopped mid-write); skipped");
   const int c_type = t.column("Op Type"), c_name = t.column("Op Name"), c_task = t.column("Task ID"),
             c_ts = t.column("Timestamp"), c_io = t.column("IO"), c_slot = t.column("Slot"),
             c_dtype = t.column("Data Type"), c_max = t.column("Max Value"), c_min = t.column("Min Value"),

@@ -176,10 +176,12 @@ json parse_json(const std::string& text, const std::string& source) {
   json doc;
   try {
     doc = json::parse(text, callback);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for numbers beyond double (found by fuzzing: "8e888")
     std::string msg = e.what();
-    const std::string tag = "parse error ";
-    if (auto p = msg.find(tag); p != std::string::npos) msg = msg.substr(p + tag.size());
+    for (const std::string tag : {"parse error ", "number overflow "})
+      if (auto p = msg.find(tag); p != std::string::npos) msg = msg.substr(p);
+    if (msg.rfind("parse error ", 0) == 0) msg = msg.substr(12);
     throw ConfigError("", "invalid JSON: " + msg, source);
   }
   if (!duplicate.empty()) throw ConfigError("", "key \"" + duplicate + "\" appears twice in one object", source);

@@ -113,10 +113,10 @@ std::string Dumper::op_folder(const OpRecord& op) {
   std::string folder;
   if (config_.layout == Layout::Ascend) {
     folder = op.model_name.empty() ? run_root_
-                                   : join_path(run_root_, sanitize_name(op.model_name) + "/" + std::to_string(op.model_id) +
+                                   : join_path(run_root_, folder_name(op.model_name) + "/" + std::to_string(op.model_id) +
                                                               "/" + std::to_string(op.iteration));
   } else {
-    folder = join_path(run_root_, sanitize_name(config_.net_name) + "/" + std::to_string(op.model_id) + "/" +
+    folder = join_path(run_root_, folder_name(config_.net_name) + "/" + std::to_string(op.model_id) + "/" +
                                       std::to_string(op.iteration));
   }
   std::lock_guard<std::mutex> lock(folders_mutex_);

@@ -142,13 +142,23 @@ Tensor BinDump::tensor(const BinTensor& t) const {
   if (need != t.size)
     throw FormatError(path, "tensor of shape " + shape_to_string(t.shape) + " and type " + bin_data_type_name(t.data_type) +
                                 " needs " + std::to_string(need) + " bytes but declares " + std::to_string(t.size));
+  const char* data = static_cast<const char*>(file->data()) + t.offset;
+  // The header length is arbitrary, so data may sit at any address; kernels read typed values,
+  // which must be aligned: such tensors are copied.
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) != 0) {
+    auto copy = std::make_shared<HeapBuffer>(data, t.size);
+    out.data = copy->data();
+    out.buffer = std::move(copy);
+    return out;
+  }
   out.buffer = file;
-  out.data = static_cast<const char*>(file->data()) + t.offset;
+  out.data = data;
   return out;
 }
 
-BinDump read_ascend_bin(const std::string& path) {
-  auto file = std::make_shared<MappedFile>(path);
+BinDump read_ascend_bin(const std::string& path) { return parse_ascend_bin(std::make_shared<MappedFile>(path), path); }
+
+BinDump parse_ascend_bin(std::shared_ptr<const Buffer> file, const std::string& path) {
   const uint64_t size = file->size();
   if (size < 8) throw FormatError(path, "too short for an Ascend bin dump (" + std::to_string(size) + " bytes)");
   uint64_t header_len = 0;

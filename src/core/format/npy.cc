@@ -276,12 +276,22 @@ void write_npy(const std::string& path, const TensorView& view) {
 }
 
 Tensor read_npy(const std::string& path, bool populate) {
-  auto file = std::make_shared<MappedFile>(path, populate);
+  return parse_npy(std::make_shared<MappedFile>(path, populate), path);
+}
+
+Tensor parse_npy(std::shared_ptr<const Buffer> file, const std::string& path) {
   NpyHeader h = parse_npy_header(file->data(), file->size(), path);
   Tensor t;
   t.dtype = h.dtype;
   t.shape = h.shape;
   t.data = static_cast<const char*>(file->data()) + h.data_offset;
+  if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(h.dtype) != 0) {
+    // A header whose length is not padded as numpy pads it: typed reads need aligned data.
+    auto copy = std::make_shared<HeapBuffer>(t.data, static_cast<size_t>(t.nbytes()));
+    t.data = copy->data();
+    t.buffer = std::move(copy);
+    return t;
+  }
   t.buffer = std::move(file);
   return t;
 }

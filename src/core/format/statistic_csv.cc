@@ -163,6 +163,14 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
       row_has_data = true;
     }
   }
+  const bool unterminated = !text.empty() && text.back() != '\n' && text.back() != '\r';
+  if (unterminated && !table.header.empty() &&
+      (in_quotes || row.size() + 1 != table.header.size())) {
+    // A last row cut short and not ended by a newline: the writer was killed mid-write (every
+    // row opdump writes ends with one). The whole rows before it stand.
+    table.truncated_last_row = true;
+    return table;
+  }
   if (in_quotes) throw FormatError(name, "line " + std::to_string(row_line) + ": unterminated quoted cell");
   if (row_has_data || !cell.empty()) end_row();
   if (table.header.empty()) throw FormatError(name, "empty CSV file");

@@ -4,7 +4,10 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <cstdio>
 #include <vector>
+
+#include <xxhash.h>
 
 #include "opdump/error.h"
 #include "opdump/layout.h"
@@ -50,6 +53,17 @@ std::string sanitize_name(std::string_view name) {
   }
   if (out.empty()) out = "_";
   return out;
+}
+
+std::string folder_name(std::string_view name) {
+  std::string out = sanitize_name(name);
+  constexpr size_t kMaxBytes = 200;  // under NAME_MAX (255) with room for the hash
+  if (out.size() <= kMaxBytes) return out;
+  size_t cut = 180;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // a UTF-8 boundary
+  char hash[18];
+  std::snprintf(hash, sizeof hash, "~%016llx", static_cast<unsigned long long>(XXH3_64bits(name.data(), name.size())));
+  return out.substr(0, cut) + hash;
 }
 
 std::string dump_time_string(int64_t unix_seconds) {

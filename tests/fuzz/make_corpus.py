@@ -1,0 +1,58 @@
+"""Seeds the fuzz corpora: every shipped config, npy files of each dtype and version, bin
+files and statistic.csv from a real dump, and mapping csv files.
+
+    PYTHONPATH=build/python /usr/bin/python3 tests/fuzz/make_corpus.py OUT_DIR"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(out):
+    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv")}
+    for d in dirs.values():
+        os.makedirs(d, exist_ok=True)
+    for path in glob.glob(os.path.join(ROOT, "tests/data/configs/**/*.json"), recursive=True) + \
+            glob.glob(os.path.join(ROOT, "examples/*.json")):
+        shutil.copy(path, dirs["config"])
+    for i, dtype in enumerate(["<f4", "<f8", "<f2", "<i8", "<i4", "|u1", "|b1", "<c8", "<u2"]):
+        a = (np.arange(12).reshape(3, 4) % 3).astype(dtype)
+        np.save(os.path.join(dirs["npy"], f"a{i}.npy"), a)
+    np.save(os.path.join(dirs["npy"], "fortran.npy"), np.asfortranarray(np.ones((2, 3), "<f4")))
+    np.save(os.path.join(dirs["npy"], "scalar.npy"), np.float32(3))
+    np.save(os.path.join(dirs["npy"], "empty.npy"), np.zeros((0, 5), "<f4"))
+    with open(os.path.join(dirs["csv"], "mapping.csv"), "w") as f:
+        f.write("# target,reference\nDefault/a-op1,Default/b-op1\n\"quoted, name\",x\n")
+    # Real dumps: bin files (tensor mode), statistic.csv (statistics mode).
+    for file_format, saved_data in (("bin", "tensor"), ("npy", "statistic")):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = {"common_dump_settings": {"dump_mode": 0, "path": tmp, "net_name": "net", "iteration": "all",
+                                            "saved_data": saved_data, "input_output": 0, "kernels": [],
+                                            "support_device": [0], "op_debug_mode": 0, "file_format": file_format},
+                   "e2e_dump_settings": {"enable": file_format == "npy"}}
+            cfg_path = os.path.join(tmp, "cfg.json")
+            json.dump(cfg, open(cfg_path, "w"))
+            code = ("import torch, opdump, sys; opdump.set_dump(sys.argv[1]); m = torch.nn.Sequential("
+                    "torch.nn.Conv2d(2, 3, 3), torch.nn.ReLU()); m(torch.randn(1, 2, 5, 5)).sum().backward(); "
+                    "opdump.finalize_dump()")
+            subprocess.run([sys.executable, "-c", code, cfg_path], check=True)
+            for i, path in enumerate(sorted(glob.glob(os.path.join(tmp, "**/*"), recursive=True))):
+                base = os.path.basename(path)
+                if not os.path.isfile(path) or base.endswith((".json", ".ir")):
+                    continue
+                if base.endswith(".csv"):
+                    shutil.copy(path, os.path.join(dirs["csv"], f"{file_format}{i}_{base}"))
+                elif file_format == "bin":
+                    shutil.copy(path, os.path.join(dirs["bin"], f"{i}.bin"))
+    print({k: len(os.listdir(v)) for k, v in dirs.items()})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

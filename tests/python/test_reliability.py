@@ -1,0 +1,182 @@
+"""Faults and hostile input around a real training run: a full disk, kill -9 in the middle of
+a dump, unwritable paths, hostile model names, and configs at the extremes."""
+import csv
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import BUILD, PYTHON, ms_config
+
+ENV = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+
+
+def python(code, timeout=300, **kw):
+    return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=ENV, timeout=timeout, **kw)
+
+
+def final_files(root):
+    """Every file under a final (not temporary) name."""
+    return [p for p in glob.glob(os.path.join(root, "**", "*"), recursive=True)
+            if os.path.isfile(p) and ".opdump-tmp." not in os.path.basename(p)]
+
+
+def check_complete(root):
+    """Every npy loads whole; every statistic.csv has whole rows (a torn last line aside)."""
+    npys = [p for p in final_files(root) if p.endswith(".npy")]
+    for p in npys:
+        a = np.load(p)
+        assert a.size >= 0
+    for p in [p for p in final_files(root) if p.endswith("statistic.csv")]:
+        text = open(p, newline="").read()
+        lines = text.split("\n")
+        complete = lines[:-1]  # the part after the last newline is a torn row or empty
+        rows = list(csv.reader(complete))
+        assert all(len(r) == len(rows[0]) for r in rows), p
+    return npys
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_disk_full_training_goes_on_with_the_same_loss(workload, small_tmpfs, tmp_path):
+    plain = workload("small", steps=4)
+    dumped = workload("small", steps=4, config=ms_config(small_tmpfs / "d", saved_data="full"))
+    assert dumped["losses"] == plain["losses"] and dumped["params"] == plain["params"]
+    report = dumped["report"]
+    assert not report["ok"] and report["files_lost"] > 0 and report["files_written"] > 0
+    assert "lost" in dumped["stderr"]
+    npys = check_complete(small_tmpfs)
+    assert npys  # what fitted is there, whole
+    assert not [p for p in glob.glob(str(small_tmpfs / "**" / "*"), recursive=True) if ".opdump-tmp." in p]
+
+
+def test_kill_9_leaves_only_complete_files(tmp_path, run):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "d", saved_data="full")))
+    code = ("import torch, opdump, sys\n"
+            f"opdump.set_dump({str(cfg)!r})\n"
+            "m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),"
+            " torch.nn.Linear(256, 256)), 'net')\n"
+            "x = torch.randn(64, 256)\n"
+            "print('ready', flush=True)\n"
+            "while True:\n  m(x).sum().backward(); opdump.step()\n")
+    for delay in (0.3, 0.9, 1.7):
+        proc = subprocess.Popen([PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    assert check_complete(tmp_path / "d")
+    # opdump's own readers take the killed dump as it is
+    root = glob.glob(str(tmp_path / "d" / "rank_0"))[0]
+    proc = run("overflow", root, check=0)
+    assert "0 overflowing ops" in proc.stdout
+
+
+def test_unwritable_or_missing_dump_path_is_an_error_at_set_dump(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for path in (blocker / "sub", "/proc/opdump-cannot-write-here"):
+        cfg = tmp_path / "c.json"
+        cfg.write_text(json.dumps({"dump": {"dump_path": str(path), "dump_list": [], "dump_op_switch": "on"}}))
+        out = python("import opdump, torch\n"
+                     "try:\n"
+                     f"  opdump.set_dump({str(cfg)!r})\n"
+                     "except opdump.OpdumpError as e:\n"
+                     "  print('ERROR', e)\n"
+                     "print('trained', float(torch.ones(2).sum()))\n")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("ERROR") and str(path).split("/")[-2] in out.stdout, out.stdout
+        assert "trained 2.0" in out.stdout
+    # a config file that does not exist names the file
+    out = python("import opdump\ntry:\n  opdump.set_dump('/nonexistent/acl.json')\n"
+                 "except opdump.OpdumpError as e:\n  print('ERROR', e)\n")
+    assert "ERROR" in out.stdout and "/nonexistent/acl.json" in out.stdout
+
+
+def test_hostile_model_and_module_names_stay_inside_the_dump_root(tmp_path):
+    root = tmp_path / "d"
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"dump": {"dump_path": str(root), "dump_list": [], "dump_op_switch": "on",
+                                        "dump_mode": "all"}}))
+    code = ("import torch, opdump\n"
+            f"opdump.set_dump({str(cfg)!r})\n"
+            "class M(torch.nn.Module):\n"
+            "  def __init__(self):\n"
+            "    super().__init__()\n"
+            "    self.add_module('/escape/' + 'x' * 1000, torch.nn.Linear(4, 4))\n"
+            "    self.add_module('nul\\x00/\\udcff', torch.nn.ReLU())\n"
+            "  def forward(self, x):\n"
+            "    for m in self.children(): x = m(x)\n"
+            "    return x\n"
+            "m = opdump.register_model(M(), '../../../../tmp/evil\\x00' + '\\u00e9' * 300)\n"
+            "with torch.no_grad(): m(torch.randn(2, 4))\n"
+            "r = opdump.finalize_dump()\n"
+            "print('OK', r['ok'], r['files_written'])\n")
+    out = python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("OK True")
+    everything = glob.glob(str(tmp_path / "**" / "*"), recursive=True)
+    assert all(os.path.realpath(p).startswith(str(tmp_path) + "/") for p in everything)
+    assert not os.path.exists("/tmp/evil") and not (tmp_path / "escape").exists()
+    inside = [p for p in everything if os.path.isfile(p) and p.endswith(".npy")]
+    assert len(inside) >= 4
+    for p in inside:
+        assert all(len(part.encode()) <= 255 for part in os.path.relpath(p, root).split(os.sep))
+        np.load(p)
+    # long names were mapped: mapping.csv says which file holds which op
+    assert glob.glob(str(root / "**" / "mapping.csv"), recursive=True)
+
+
+@pytest.mark.parametrize("case", ["deep", "huge_iteration", "many_kernels", "big_file"])
+def test_config_extremes_give_a_clear_error_or_bounded_work(tmp_path, run, case):
+    path = tmp_path / "c.json"
+    if case == "deep":
+        path.write_text('{"dump": ' + "[" * 10000 + "]" * 10000 + "}")
+        expect = "nested deeper"
+    elif case == "huge_iteration":
+        path.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0-18446744073709551615")))
+        expect = None
+    elif case == "many_kernels":
+        cfg = ms_config(tmp_path / "d", common={"dump_mode": 1, "kernels": [f"Conv2D-op{i}" for i in range(1_000_000)]})
+        path.write_text(json.dumps(cfg))
+        expect = "kernels"
+    else:
+        with open(path, "wb") as f:  # 1 GB, sparse: the size alone is refused before reading
+            f.truncate(1 << 30)
+        expect = "bytes"
+    t = time.monotonic()
+    proc = run("config", "check", path)
+    assert time.monotonic() - t < 20
+    if expect is None:
+        assert proc.returncode == 0, proc.stderr
+        assert "0-18446744073709551615" in proc.stdout
+    else:
+        assert proc.returncode == 1 and expect in proc.stderr and str(path) in proc.stderr, proc.stderr
+
+
+def test_dump_files_declaring_huge_sizes_are_refused_before_allocation(tmp_path, run):
+    npy = tmp_path / "huge.npy"
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"
+    header += " " * (118 - len(header)) + "\n"
+    npy.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 16)
+    proc = run("stats", npy, check=1)
+    assert "huge.npy" in proc.stderr and "elements" in proc.stderr
+    binf = tmp_path / "Op.op.0.0.1"
+    binf.write_bytes((1 << 62).to_bytes(8, "little") + b"\0" * 32)
+    proc = run("convert", binf, "-o", tmp_path / "out", check=1)
+    assert "header length" in proc.stderr
