@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing stage of the tests (run by scripts/test.sh after the main build):
+#  1. the core and its tests with clang under ASan+UBSan, plus the libFuzzer targets: every
+#     kept finding (tests/fuzz/regressions) is replayed, then each target fuzzes briefly from a
+#     corpus seeded with real configs and dump files;
+#  2. the core tests under TSan (writer threads, statistics pool, name mapper);
+#  3. the PyTorch adapter and Python module under ASan+UBSan (gcc, preloaded into Python),
+#     running the adapter, debug-scene and reliability tests (autograd threads, DataLoader
+#     workers, two gloo ranks).
+# OPDUMP_FUZZ_SECONDS sets the fuzzing time per target (default 30).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_SECONDS="${OPDUMP_FUZZ_SECONDS:-30}"
+JOBS="$(nproc)"
+
+step() { echo "== sanitize: $*"; }
+
+step "clang ASan+UBSan build of the core, its tests and the fuzz targets"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DOPDUMP_BUILD_TORCH=OFF -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined -DOPDUMP_BUILD_FUZZ=ON >/dev/null
+ninja -C build-fuzz
+(cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
+
+step "fuzzing: kept findings, then ${FUZZ_SECONDS}s per target"
+corpus="$(mktemp -d)"
+trap 'rm -rf "$corpus"' EXIT
+PYTHONPATH="$PWD/build/python" /usr/bin/python3 tests/fuzz/make_corpus.py "$corpus"
+for target in config npy bin csv; do
+  if compgen -G "tests/fuzz/regressions/$target/*" >/dev/null; then
+    build-fuzz/fuzz_$target tests/fuzz/regressions/$target/*
+  fi
+  max_len=8192
+  [ "$target" = config ] && max_len=65536
+  build-fuzz/fuzz_$target "$corpus/$target" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=$max_len -artifact_prefix="$corpus/crash-$target-" -print_final_stats=1 2>&1 | tail -4
+done
+
+step "clang TSan build of the core tests"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DOPDUMP_BUILD_TORCH=OFF -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=thread >/dev/null
+ninja -C build-tsan opdump_tests
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/opdump_tests --gtest_brief=1
+
+step "ASan+UBSan build of the PyTorch adapter, run under Python"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUILD_TESTS=OFF \
+  -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined >/dev/null
+ninja -C build-asan
+# Python and libtorch are not instrumented: ASan is preloaded (with libstdc++, so that its
+# __cxa_throw interceptor finds the real one), leak checks are off (the
+# interpreter never frees everything), errors abort the process and fail the test.
+LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libstdc++.so)" \
+ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
+UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+OPDUMP_BUILD="$PWD/build-asan" PYTHONPATH="$PWD/build-asan/python" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_adapter.py \
+  tests/python/test_debug_scenes.py tests/python/test_reliability.py
+step "done"
