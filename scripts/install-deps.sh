@@ -13,7 +13,6 @@ PACKAGES=(
   libssl-dev                # MD5 statistic category (OpenSSL EVP)
   libxxhash-dev             # fast hash statistic category
   libgtest-dev libgmock-dev # C++ unit tests
-  libbenchmark-dev          # micro-benchmarks in bench/
   libxlsxwriter-dev         # xlsx compare reports
   pybind11-dev              # Python module
   libtorch-dev              # PyTorch C++ adapter

@@ -455,9 +455,15 @@ void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<
   }
   if (it->second.empty()) return;
   const auto inputs = fn.inputs();
-  for (uint32_t i : it->second)
-    if (i < inputs.size() && inputs[i].isTensor() && inputs[i].toTensor().defined())
+  for (uint32_t i : it->second) {
+    if (i >= inputs.size()) continue;
+    if (inputs[i].isTensor() && inputs[i].toTensor().defined()) {
       out.push_back(inputs[i].toTensor().unsafeGetTensorImpl());
+    } else if (inputs[i].isTensorList()) {  // _foreach_add_(Tensor(a!)[] self, ...): optimizers
+      for (const at::Tensor& t : inputs[i].toTensorVector())
+        if (t.defined()) out.push_back(t.unsafeGetTensorImpl());
+    }
+  }
 }
 
 class Observer final : public RuntimeListener {
@@ -494,8 +500,12 @@ class Observer final : public RuntimeListener {
     DebugScenes::instance().iteration_end(&dumper);
   }
 
-  void on_iteration(uint64_t) override {
-    finish_lazy_stats();
+  void on_iteration(uint64_t iteration) override {
+    // Pending statistics must be done before tensors can change unobserved. When the new
+    // iteration is dumped too, every write stays observed (written-argument rule); otherwise
+    // on_activity(false) follows and finishes them. So they stay on the writer threads here.
+    auto dumper = Runtime::instance().dumper();
+    if (!dumper || !dumper->iteration_selected(iteration)) finish_lazy_stats();
     DebugScenes::instance().iteration_end(Runtime::instance().dumper().get());
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
