@@ -3,7 +3,8 @@
 #  1. the core and its tests with clang under ASan+UBSan, plus the libFuzzer targets: every
 #     kept finding (tests/fuzz/regressions) is replayed, then each target fuzzes briefly from a
 #     corpus seeded with real configs and dump files;
-#  2. the core tests under TSan (writer threads, statistics pool, name mapper);
+#  2. the core tests and the adapter under TSan (writer threads, statistics pool, name mapper;
+#     three Python threads training one model while it is dumped);
 #  3. the PyTorch adapter and Python module under ASan+UBSan (gcc, preloaded into Python),
 #     running the adapter, debug-scene and reliability tests (autograd threads, DataLoader
 #     workers, two gloo ranks).
@@ -35,12 +36,18 @@ for target in config npy bin csv; do
     -max_len=$max_len -artifact_prefix="$corpus/crash-$target-" -print_final_stats=1 2>&1 | tail -4
 done
 
-step "clang TSan build of the core tests"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DOPDUMP_BUILD_TORCH=OFF -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=thread >/dev/null
-ninja -C build-tsan opdump_tests
+step "TSan build of the core tests and the PyTorch adapter"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUILD_BENCH=OFF \
+  -DOPDUMP_SANITIZE=thread >/dev/null
+ninja -C build-tsan opdump_tests _opdump opdump_py
 # die_after_fork=0: the disk-full test forks a child that starts writer threads.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" build-tsan/tests/opdump_tests --gtest_brief=1
+# Python and libtorch are not instrumented; TSan is preloaded with libstdc++ (see below).
+tsan_dir="$(mktemp -d /tmp/opdump_tsan_XXXXXX)"  # MindSpore paths allow no dots
+LD_PRELOAD="$(gcc -print-file-name=libtsan.so):$(gcc -print-file-name=libstdc++.so)" \
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" PYTHONPATH="$PWD/build-tsan/python" \
+  /usr/bin/python3 tests/python/threaded_workload.py "$tsan_dir"
+rm -rf "$tsan_dir"
 
 step "ASan+UBSan build of the PyTorch adapter, run under Python"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUILD_TESTS=OFF \
