@@ -28,23 +28,27 @@ opt = torch.optim.SGD(m.parameters(), lr=0.01)  # as in the msprobe measurement 
 x = torch.randn(4, 3, 64, 64); y = torch.randint(0, 10, (4,))
 def step():
     opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
+base = mode.replace("-alt", "")
+alternate = mode.endswith("-alt")  # even iterations dumped, odd ones not: both in this process
 if mode != "plain":
     import opdump
+    iterations = "|".join(str(i) for i in range(0, 4 * steps + 8, 2)) if alternate else "all"
     cfg = {"common_dump_settings": {"dump_mode": 0, "path": path, "net_name": "resnet",
-           "iteration": "1000000000" if mode == "off" else "all",
-           "saved_data": "tensor" if mode == "tensor" else "statistic", "input_output": 0, "kernels": [],
-           "support_device": [0], "op_debug_mode": 3 if mode == "overflow" else 0},
+           "iteration": "1000000000" if mode == "off" else iterations,
+           "saved_data": "tensor" if base == "tensor" else "statistic", "input_output": 0, "kernels": [],
+           "support_device": [0], "op_debug_mode": 3 if base == "overflow" else 0},
            "e2e_dump_settings": {"enable": True}}
     json.dump(cfg, open(path + ".json", "w"))
     opdump.set_dump(path + ".json"); opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
-for _ in range(3): step()
-times = []
-for _ in range(steps):
-    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+for _ in range(4): step()
+times, off_times = [], []
+for i in range(2 * steps if alternate else steps):
+    t = time.perf_counter(); step(); dt = time.perf_counter() - t
+    (off_times if alternate and i % 2 else times).append(dt)
 t0 = time.perf_counter()
 report = opdump.finalize_dump() if mode != "plain" else {}
 drain = time.perf_counter() - t0
-print(json.dumps({"times": times, "report": report, "drain": drain}))
+print(json.dumps({"times": times, "off_times": off_times, "report": report, "drain": drain}))
 """
 
 
@@ -83,22 +87,45 @@ def main():
     tensor_info = []
     # Tensor mode runs after the others: the gigabytes it writes are flushed to disk for a
     # while afterwards and would slow whatever ran next.
-    for _ in range(args.rounds):
-        for mode in modes:
-            if mode != "tensor":
-                d = run_mode(mode, args.steps, workdir)
-                medians[mode].append(statistics.median(d["times"]))
+    # Each round runs every mode once, in an order rotated from round to round so that no mode
+    # always runs first (the first process of a round was measurably slower here).
+    light = [m for m in modes if m != "tensor"]
+    ratios = {m: [] for m in modes}
+    for r in range(args.rounds):
+        order = light[r % len(light):] + light[:r % len(light)]
+        this_round = {}
+        for mode in order:
+            d = run_mode(mode, args.steps, workdir)
+            this_round[mode] = statistics.median(d["times"])
+            medians[mode].append(this_round[mode])
+        for mode in light:
+            ratios[mode].append(this_round[mode] / this_round["plain"])
     for _ in range(args.rounds if "tensor" in modes else 0):
+        p = run_mode("plain", args.steps, workdir)
         d = run_mode("tensor", args.steps, workdir)
         medians["tensor"].append(statistics.median(d["times"]))
+        ratios["tensor"].append(statistics.median(d["times"]) / statistics.median(p["times"]))
         tensor_info.append(d)
         os.sync()
+    # Process-to-process noise on this VM reaches +-20%; the -alt runs dump every other step
+    # of one process and compare it with the steps between (no dump, callbacks disabled).
+    alt = {}
+    for mode in [m for m in modes if m in ("stats", "overflow")]:
+        alt[mode] = []
+        for _ in range(args.rounds):
+            d = run_mode(mode + "-alt", args.steps, workdir)
+            alt[mode].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
     shutil.rmtree(workdir, ignore_errors=True)
-    base = statistics.median(medians["plain"])
-    print(f"resnet18, batch 4x3x64x64, SGD, CPU; median step over {args.steps} steps x {args.rounds} rounds")
+    print(f"resnet18, batch 4x3x64x64, SGD, CPU; median step over {args.steps} steps x {args.rounds} rounds; "
+          "ratio = median over rounds of (mode / plain of the same round)")
     for mode in modes:
         med = statistics.median(medians[mode])
-        print(f"  {mode:7s} {med * 1e3:8.1f} ms/step   ratio {med / base:5.2f}x")
+        ratio = statistics.median(ratios[mode]) if mode != "plain" else 1.0
+        spread = f"  (rounds: {', '.join(f'{x:.2f}' for x in ratios[mode])})" if mode != "plain" else ""
+        print(f"  {mode:8s} {med * 1e3:8.1f} ms/step   ratio {ratio:5.2f}x{spread}")
+    for mode, values in alt.items():
+        print(f"  {mode:8s} dumped steps / undumped steps of the same process: {statistics.median(values):5.2f}x"
+              f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
     if not tensor_info:
         return
     d = tensor_info[-1]
