@@ -62,3 +62,14 @@ def test_python_training_with_mindspore_config(tmp_path):
     assert "conv2d" in types and "convolution_backward" in types
     assert all("conv" in r["Op Type"] or "fc3-Linear" in r["Op Name"] for r in rows)
     assert all(len(r["XXH3"]) == 16 for r in rows)
+
+
+def test_find_overflow_example_names_exp_online_and_offline(run, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    proc = subprocess.run([PYTHON, str(ROOT / "examples" / "find_overflow.py"), str(tmp_path / "o")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "root cause: Default/exp-op" in proc.stdout and "loss: nan" in proc.stdout
+    root = glob.glob(str(tmp_path / "o" / "*" / "0"))[0]
+    offline = run("overflow", root, check=0)
+    assert "root cause: Default_exp-op" in offline.stdout
