@@ -69,8 +69,9 @@ class OverflowScene {
  public:
   void check(Dumper& dumper, const OpRecord& record, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs) {
     const bool fp16 = dumper.config().check_fp16_range;
-    bool on_device = false;
-    for (const at::Tensor& t : outputs) on_device |= t.defined() && !t.device().is_cpu();
+    const at::Tensor* on_device = nullptr;  // the first output on a device, if any
+    for (const at::Tensor& t : outputs)
+      if (!on_device && t.defined() && !t.device().is_cpu()) on_device = &t;
     if (!on_device) {
       std::vector<OverflowCheck> checks;
       bool fired = false;
@@ -81,10 +82,11 @@ class OverflowScene {
       if (fired) report(dumper, record, inputs, outputs, checks);
       return;
     }
+    const at::Device device = on_device->device();
     std::vector<at::Tensor> parts;
     for (const at::Tensor& t : outputs)
-      parts.push_back(can_overflow(t) && !t.device().is_cpu() ? device_flags(t)
-                                                             : at::zeros({2}, at::TensorOptions().dtype(at::kDouble).device(outputs[0].device())));
+      parts.push_back(can_overflow(t) ? device_flags(t).to(device)
+                                      : at::zeros({2}, at::TensorOptions().dtype(at::kDouble).device(device)));
     PendingCheck p{record, std::move(inputs), std::move(outputs), host_copy(at::stack(parts))};
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.push_back(std::move(p));

@@ -68,6 +68,7 @@ def main():
     p.add_argument("--config")
     p.add_argument("--context", help="use `with opdump.dumper(check_overflow=True, dump_path=...)`")
     p.add_argument("--result", required=True)
+    p.add_argument("--device", default="cpu")
     p.add_argument("--fp16-plant", action="store_true", help="square values so that a mul leaves float16's range first")
     args = p.parse_args()
     torch.manual_seed(0)
@@ -76,7 +77,8 @@ def main():
     x = torch.randn(4, 8)
 
     if args.scene == "overflow":
-        model = PlantedOverflow(args.fp16_plant)
+        model = PlantedOverflow(args.fp16_plant).to(args.device)
+        x = x.to(args.device)
         if args.context:
             with opdump.dumper(check_overflow=True, dump_path=args.context) as d:
                 model(x).sum().backward()

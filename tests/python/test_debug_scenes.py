@@ -9,6 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import BUILD, PYTHON, ms_config
 from dump_reader import tensors
@@ -71,6 +72,16 @@ def test_overflow_dump_names_the_planted_op_first(scene, tmp_path):
     assert exp_record["tensors"][-1]["io"] == "output" and exp_record["tensors"][-1]["nan_or_inf"] > 0
     # backward ops with NaN/Inf gradients are found too, named after their forward op
     assert any(e["op_name"].startswith("Gradients/") for e in summary["ops"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_overflow_on_cuda_is_checked_on_the_device(scene, tmp_path):
+    cfg = {"dump": {"dump_path": str(tmp_path / "d"), "dump_debug": "on"}}
+    out, err = scene("overflow", cfg, extra=["--device", "cuda"])
+    summary = json.load(open(os.path.join(out["root"], "overflow_summary.json")))
+    assert summary["root_cause"]["op_type"] == "exp" and summary["root_cause"]["inputs_finite"] is True
+    exp_out = files(out["root"], "exp.*.output.0.*.npy")
+    assert len(exp_out) == 1 and np.isinf(np.load(exp_out[0])).any()
 
 
 def test_overflow_number_caps_what_is_dumped_not_the_root_cause(scene, tmp_path):
