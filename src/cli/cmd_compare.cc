@@ -57,13 +57,14 @@ void add_compare_command(CLI::App& app, int* exit_code) {
                 r.rows.size() - r.unmatched, r.bytes_compared / 1e6, secs, r.bytes_compared / secs / 1e9, r.passed,
                 r.warnings, r.errors, r.not_compared, r.unmatched, r.aligned);
     const auto& f = r.first_divergence;
-    if (f.found)
+    if (f.found) {
       std::printf("first divergence: %s (%s, %s, group %s)%s\n", f.op_name.c_str(), f.op_type.c_str(),
                   f.backward ? "backward" : "forward", f.group.c_str(),
                   f.inputs_agree ? "" : "; its inputs already differ: the runs parted before the dumped data");
-    if (f.found && !f.source.empty()) std::printf("  called from %s\n", f.source.c_str());
-    else
+      if (!f.source.empty()) std::printf("  called from %s\n", f.source.c_str());
+    } else {
       std::printf("no divergence found\n");
+    }
     std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", out.c_str(), out.c_str());
     *exit_code = kExitOk;
   });

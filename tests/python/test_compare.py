@@ -167,6 +167,7 @@ def test_planted_bug_is_the_first_divergence(workload, run, tmp_path):
     line = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
     assert "Default_net-Small_bn1-BatchNorm2d_batch_norm-op" in line and "forward" in line, proc.stdout
     # the Python line that called it, from the dump's graphs/ file
+    assert "no divergence found" not in proc.stdout
     called = proc.stdout.splitlines()[proc.stdout.splitlines().index(line) + 1]
     assert called.strip().startswith("called from ") and "torch_workload.py:" in called
     html = (tmp_path / "out" / "compare_report.html").read_text()
@@ -208,6 +209,7 @@ def test_statistics_only_dumps_are_compared_on_statistics(workload, run, tmp_pat
     rows = rows_of(tmp_path / "out")
     assert rows and all(r["CosineSimilarity"] == "" for r in rows)
     assert "batch_norm" in [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
+    assert "no divergence found" not in proc.stdout
 
 
 def test_thresholds_file_and_bad_input(run, tmp_path):
