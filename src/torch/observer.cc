@@ -506,7 +506,7 @@ class Observer final : public RuntimeListener {
     // on_activity(false) follows and finishes them. So they stay on the writer threads here.
     auto dumper = Runtime::instance().dumper();
     if (!dumper || !dumper->iteration_selected(iteration)) finish_lazy_stats();
-    DebugScenes::instance().iteration_end(Runtime::instance().dumper().get());
+    DebugScenes::instance().iteration_end(dumper.get());
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
     task_counter_.store(0);
@@ -694,7 +694,8 @@ class Observer final : public RuntimeListener {
     }
     dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source);
     if (ctx->in_scene) {
-      for (const at::Tensor& t : tensors_of(fn.outputs())) ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
+      for (const at::Tensor& t : tensors_of(fn.outputs()))
+        ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
       ts.busy = true;
       DebugScenes::instance().end(fn, *dumper, ctx->record, ctx->scene);
       ts.busy = false;
