@@ -52,22 +52,30 @@ void merge(StatsPartial& into, const StatsPartial& from) {
   into.sum_sq += from.sum_sq;
 }
 
+namespace {
+// Whether the AVX2 builds of the kernels run here (checked once).
+bool use_avx2_kernels() {
+#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
 StatsKernel best_stats_kernel() {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  static const StatsKernel k = __builtin_cpu_supports("avx2") ? &k_avx2::compute : &k_baseline::compute;
-  return k;
-#else
-  return &k_baseline::compute;
+  if (use_avx2_kernels()) return &k_avx2::compute;
 #endif
+  return &k_baseline::compute;
 }
 
 RangeScanKernel best_range_scan_kernel() {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  static const RangeScanKernel k = __builtin_cpu_supports("avx2") ? &k_avx2::range_scan : &k_baseline::range_scan;
-  return k;
-#else
-  return &k_baseline::range_scan;
+  if (use_avx2_kernels()) return &k_avx2::range_scan;
 #endif
+  return &k_baseline::range_scan;
 }
 
 const char* best_stats_kernel_name() {
