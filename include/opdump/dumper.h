@@ -123,6 +123,9 @@ class Dumper {
 
   AsyncWriter& writer() { return *writer_; }
   DumpCounters counters() const;
+  // Hands the statistics rows still batched here to the writer threads (the end of a dumped
+  // iteration: their lazy statistics get computed while training goes on).
+  void flush_pending_rows();
   // Drains the writer, closes statistic.csv files, warns about kernels entries that never
   // matched, and returns what was written and lost. Safe to call more than once.
   WriterReport finalize();
@@ -147,7 +150,6 @@ class Dumper {
     StatisticRow row;
     DumpTensor tensor;
   };
-  void flush_pending_rows();
   void flush_execution_locked();
   // Reports (once) that the run's folder was deleted while dumping.
   void check_root();

@@ -24,6 +24,7 @@
 #include <unordered_set>
 
 #include "adapter_internal.h"
+#include "host_stats.h"
 #include "opdump/error.h"
 #include "opdump/log.h"
 #include "opdump/runtime.h"
@@ -260,112 +261,6 @@ struct NodeFrame {
   int base_depth = 0;
 };
 
-// Statistics of tensors already summarized this iteration (an op's output is usually the next
-// op's input): keyed by TensorImpl, valid while the impl lives and its version is unchanged.
-// Statistics of a CPU tensor, computed on a writer thread from the live tensor (no copy, and
-// the training thread does not wait). Safe because whatever could write the tensor first
-// finishes the computation: an op that writes it (schema "(a!)" arguments, batch_norm's running
-// statistics) forces it in its start callback, and the end of an iteration (after which ops may
-// run unobserved) forces every one still pending.
-// Tensors whose statistics are done, released on a training thread: dropping the last
-// reference to a tensor that owns its Python object needs the GIL, which a writer thread must
-// never wait for (the training thread may hold it while waiting for the writer).
-class ReleaseQueue {
- public:
-  void push(at::Tensor t) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    tensors_.push_back(std::move(t));
-    pending_.store(true, std::memory_order_relaxed);
-  }
-  // Called on training threads (op callbacks, iteration ends).
-  void release() {
-    if (!pending_.load(std::memory_order_relaxed)) return;
-    std::vector<at::Tensor> dead;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      dead.swap(tensors_);
-      pending_.store(false, std::memory_order_relaxed);
-    }
-  }
-  static ReleaseQueue& instance() {
-    static ReleaseQueue* q = new ReleaseQueue();
-    return *q;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<at::Tensor> tensors_;
-  std::atomic<bool> pending_{false};
-};
-
-class LazyStats {
- public:
-  LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
-      : tensor_(std::move(tensor)), dtype_(dtype), options_(options) {}
-  const TensorStats& get() {
-    at::Tensor done_with;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!done_) {
-        stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
-                                          Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                               options_);
-        done_with = std::move(tensor_);
-        done_ = true;
-      }
-    }
-    if (done_with.defined()) ReleaseQueue::instance().push(std::move(done_with));
-    return stats_;
-  }
-  uint64_t bytes() const { return bytes_; }
-  void set_bytes(uint64_t b) { bytes_ = b; }
-
- private:
-  std::mutex mutex_;
-  bool done_ = false;
-  at::Tensor tensor_;
-  DType dtype_;
-  StatsOptions options_;
-  TensorStats stats_;
-  uint64_t bytes_ = 0;
-};
-
-struct CachedStats {
-  c10::weak_intrusive_ptr<c10::TensorImpl> impl;
-  uint32_t version;
-  const void* data;
-  uint64_t fingerprint;
-  std::shared_ptr<LazyStats> stats;
-};
-
-// A cheap fingerprint of a buffer: 32 sampled 8-byte words and both ends. Some kernels write
-// tensors without bumping their version (native_batch_norm's running statistics in PyTorch
-// 1.x); such whole-buffer writes change the samples, so the cache does not serve stale values.
-uint64_t fingerprint(const void* data, size_t bytes) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  uint64_t h = 1469598103934665603ull ^ bytes;
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-    h ^= h >> 29;
-  };
-  if (bytes < 8) {
-    for (size_t i = 0; i < bytes; ++i) mix(p[i]);
-    return h;
-  }
-  constexpr int kSamples = 32;
-  for (int i = 0; i <= kSamples; ++i) {
-    uint64_t w;
-    const size_t at = (bytes - 8) / kSamples * static_cast<size_t>(i);
-    std::memcpy(&w, p + at, 8);
-    mix(w);
-  }
-  uint64_t last;
-  std::memcpy(&last, p + bytes - 8, 8);
-  mix(last);
-  return h;
-}
-
 struct ThreadState {
   uint64_t iteration = UINT64_MAX;
   uint64_t forward_counter = 0;
@@ -373,7 +268,7 @@ struct ThreadState {
   bool busy = false;
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
-  std::unordered_map<const c10::TensorImpl*, CachedStats> cache;
+  StatsCache cache;
   // Small ids of the tensors seen this iteration, for the execution order and graph files.
   std::unordered_map<const c10::TensorImpl*, uint64_t> ids;
   // Positions of the arguments each operator writes to (schema alias annotations "(a!)").
@@ -395,6 +290,7 @@ struct OpCtx final : at::ObserverContext {
   OpRecord record;
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
+  std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
   bool executed = false;    // an op of the configured level: listed in the execution order
   std::vector<uint64_t> input_ids;
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
@@ -438,7 +334,8 @@ bool is_operator(const char* name) {
 
 // Tensors an op writes to in place. Not every kernel bumps the version counter of what it
 // writes (native_batch_norm's running statistics, say), so the statistics cache forgets them.
-void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<const c10::TensorImpl*>& out) {
+void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<const c10::TensorImpl*>& out,
+                     std::vector<const c10::StorageImpl*>& storages) {
   auto it = ts.written_args.find(fn.name());
   if (it == ts.written_args.end()) {
     std::vector<uint32_t> positions;
@@ -454,14 +351,18 @@ void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<
     it = ts.written_args.emplace(fn.name(), std::move(positions)).first;
   }
   if (it->second.empty()) return;
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    out.push_back(t.unsafeGetTensorImpl());
+    if (const c10::StorageImpl* storage = storage_of(t)) storages.push_back(storage);
+  };
   const auto inputs = fn.inputs();
   for (uint32_t i : it->second) {
     if (i >= inputs.size()) continue;
-    if (inputs[i].isTensor() && inputs[i].toTensor().defined()) {
-      out.push_back(inputs[i].toTensor().unsafeGetTensorImpl());
+    if (inputs[i].isTensor()) {
+      add(inputs[i].toTensor());
     } else if (inputs[i].isTensorList()) {  // _foreach_add_(Tensor(a!)[] self, ...): optimizers
-      for (const at::Tensor& t : inputs[i].toTensorVector())
-        if (t.defined()) out.push_back(t.unsafeGetTensorImpl());
+      for (const at::Tensor& t : inputs[i].toTensorVector()) add(t);
     }
   }
 }
@@ -470,7 +371,7 @@ class Observer final : public RuntimeListener {
  public:
   void on_activity(bool dumping) override {
     if (!dumping) {
-      finish_lazy_stats();
+      begin_draining();
       DebugScenes::instance().iteration_end(Runtime::instance().dumper().get());
     }
     if (dumping)
@@ -479,6 +380,7 @@ class Observer final : public RuntimeListener {
         scene_.store(static_cast<int>(d->config().scene));
       }
     std::lock_guard<std::mutex> lock(mutex_);
+    if (dumping) draining_.store(false);  // pending statistics are the dumped iteration's business again
     if (dumping && !installed_) {
       handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&Observer::start_cb, &Observer::end_cb)
                                           .needsInputs(true)
@@ -487,11 +389,8 @@ class Observer final : public RuntimeListener {
                                           .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
       installed_ = true;
       enabled_ = true;
-    } else if (installed_ && dumping != enabled_) {
-      // Off iterations cost nothing: the callback is disabled, not merely skipped.
-      if (dumping) at::reenableCallback(handle_);
-      else at::disableCallback(handle_);
-      enabled_ = dumping;
+    } else {
+      apply_callback_state_locked();
     }
   }
 
@@ -502,10 +401,14 @@ class Observer final : public RuntimeListener {
 
   void on_iteration(uint64_t iteration) override {
     // Pending statistics must be done before tensors can change unobserved. When the new
-    // iteration is dumped too, every write stays observed (written-argument rule); otherwise
-    // on_activity(false) follows and finishes them. So they stay on the writer threads here.
+    // iteration is dumped too, every write stays observed (written-argument rule), so they stay
+    // on the writer threads. Otherwise the callback keeps watching writes until the writer
+    // threads are done (draining); one whole iteration later they are finished here.
     auto dumper = Runtime::instance().dumper();
-    if (!dumper || !dumper->iteration_selected(iteration)) finish_lazy_stats();
+    if (!dumper || !dumper->iteration_selected(iteration)) {
+      if (draining_.load()) finish_lazy_stats();
+      else begin_draining();
+    }
     DebugScenes::instance().iteration_end(dumper.get());
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
@@ -514,7 +417,10 @@ class Observer final : public RuntimeListener {
   }
 
   static std::unique_ptr<at::ObserverContext> start_cb(const at::RecordFunction& fn) {
-    if (!Runtime::instance().dumping()) return nullptr;
+    if (!Runtime::instance().dumping()) {
+      if (instance().draining_.load(std::memory_order_relaxed)) instance().drain(fn);
+      return nullptr;
+    }
     ThreadState& ts = state();
     if (ts.busy) return nullptr;
     if (ts.depth == 0) {
@@ -556,8 +462,7 @@ class Observer final : public RuntimeListener {
     ts.ids.clear();
     // The cache outlives iterations (parameters are summarized once per update, not twice), but
     // entries of tensors that died are dropped here.
-    for (auto e = ts.cache.begin(); e != ts.cache.end();)
-      e = e->second.impl.expired() ? ts.cache.erase(e) : std::next(e);
+    ts.cache.drop_dead();
   }
 
   std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn, ThreadState& ts) {
@@ -587,10 +492,11 @@ class Observer final : public RuntimeListener {
     if (!is_operator(name)) return nullptr;
 
     auto ctx = std::make_unique<OpCtx>();
-    if (!ts.cache.empty() || scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
-      collect_written(fn, ts, ctx->written);
-      for (const c10::TensorImpl* impl : ctx->written)  // summarize before this op writes it
-        if (auto it = ts.cache.find(impl); it != ts.cache.end()) it->second.stats->get();
+    if (!ts.cache.empty() || !PendingStats::instance().empty() ||
+        scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
+      collect_written(fn, ts, ctx->written, ctx->written_storages);
+      for (const c10::StorageImpl* storage : ctx->written_storages)  // summarize before this op writes it
+        PendingStats::instance().force(storage);
     }
     ctx->depth = ts.depth++;
     if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
@@ -661,7 +567,7 @@ class Observer final : public RuntimeListener {
 
     ctx->selected = true;
     if (config.dumps_inputs())
-      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written);
+      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages);
     if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
   }
@@ -673,7 +579,7 @@ class Observer final : public RuntimeListener {
     }
     --ts.depth;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
-    for (const c10::TensorImpl* impl : ctx->written) ts.cache.erase(impl);
+    for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       std::lock_guard<std::mutex> lock(forward_mutex_);
@@ -740,10 +646,10 @@ class Observer final : public RuntimeListener {
     return path;
   }
 
-  // `written`: tensors the op is about to modify (their statistics are computed at once).
+  // `written`: storages the op is about to modify (statistics of what reads them are computed at once).
   template <typename Values>
   void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-                   uint64_t* stream_id, const std::vector<const c10::TensorImpl*>* written = nullptr) {
+                   uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr) {
     ts.busy = true;
     at::RecordFunctionGuard no_record(false);
     at::NoGradGuard no_grad;
@@ -752,7 +658,7 @@ class Observer final : public RuntimeListener {
   }
 
   void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-               uint64_t* stream_id, const std::vector<const c10::TensorImpl*>* written) {
+               uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written) {
     DType dtype;
     if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) {
       // Keep slot numbers aligned with the op's tensor arguments: an empty entry.
@@ -774,66 +680,74 @@ class Observer final : public RuntimeListener {
       d.precomputed = device_stats(t.detach());
     } else {
       // Host statistics from the tensor itself (no copy), once per tensor version, on a writer
-      // thread unless this op is about to modify the tensor. In backward they are computed at
-      // once: the autograd engine reuses gradient buffers in ways no callback reports (seen as
-      // wrong lazy statistics of AddmmBackward0's incoming gradient).
-      const bool now = !ts.nodes.empty() ||
-                       (written && std::find(written->begin(), written->end(), t.unsafeGetTensorImpl()) != written->end());
-      std::shared_ptr<LazyStats> stats = host_stats(t, dumper, ts, now);
+      // thread unless this op is about to modify what the tensor reads (host_stats.h).
+      const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
+      StatsOptions options = dumper.stats_options();
+      options.threads = 1;
+      std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, options, now);
       d.pending_bytes = stats->bytes();
       d.precomputed = [stats] { return stats->get(); };
     }
     out.push_back(std::move(d));
   }
 
-  std::shared_ptr<LazyStats> host_stats(const at::Tensor& t, Dumper& dumper, ThreadState& ts, bool now) {
-    c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-    const bool tracked = !t.is_inference();  // inference tensors have no version counter
-    const uint32_t version = tracked ? t._version() : 0;
-    const void* data = t.numel() ? t.data_ptr() : nullptr;
-    at::Tensor c = t.is_contiguous() ? t : t.contiguous();
-    const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
-    auto it = ts.cache.find(impl);
-    if (tracked && it != ts.cache.end() && !it->second.impl.expired() && it->second.version == version &&
-        it->second.data == data && it->second.fingerprint == fp) {
-      if (now) it->second.stats->get();
-      return it->second.stats;
-    }
-    StatsOptions so = dumper.stats_options();
-    so.threads = 1;
-    DType dtype = DType::Float32;
-    dtype_of(c.scalar_type(), &dtype);
-    auto stats = std::make_shared<LazyStats>(c, dtype, so);
-    stats->set_bytes(static_cast<uint64_t>(c.numel()) * c.element_size());
-    if (now || !tracked) {
-      stats->get();
-    } else {
-      std::lock_guard<std::mutex> lock(lazy_mutex_);
-      lazy_.push_back(stats);
-    }
-    if (tracked)
-      ts.cache.insert_or_assign(impl, CachedStats{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version,
-                                                  data, fp, stats});
-    return stats;
-  }
-
-  // Statistics still pending are computed now (the end of an iteration, or dumping stops):
+  // Statistics still pending are computed now (dumping stops, or draining took too long):
   // afterwards tensors may change without the observer seeing it.
   void finish_lazy_stats() {
-    std::vector<std::weak_ptr<LazyStats>> pending;
-    {
-      std::lock_guard<std::mutex> lock(lazy_mutex_);
-      pending.swap(lazy_);
-    }
-    for (auto& w : pending)
-      if (auto s = w.lock()) s->get();
+    PendingStats::instance().force_all();
     ReleaseQueue::instance().release();
+    stop_draining();
   }
 
-  std::mutex lazy_mutex_;
-  std::vector<std::weak_ptr<LazyStats>> lazy_;
+  // Dumping pauses (an iteration that is not dumped): the writer threads get the batched rows
+  // and compute what is pending while training goes on; meanwhile the callback stays on to
+  // force the statistics of anything an op is about to write (host_stats.h).
+  void begin_draining() {
+    if (auto dumper = Runtime::instance().dumper()) dumper->flush_pending_rows();
+    if (!PendingStats::instance().empty()) draining_.store(true);
+  }
+
+  // An op while draining: only its writes matter.
+  void drain(const at::RecordFunction& fn) {
+    ThreadState& ts = state();
+    if (ts.busy) return;
+    try {
+      std::vector<const c10::TensorImpl*> written;
+      std::vector<const c10::StorageImpl*> storages;
+      collect_written(fn, ts, written, storages);
+      for (const c10::StorageImpl* storage : storages) PendingStats::instance().force(storage);
+      if (!PendingStats::instance().empty()) return;
+      ts.busy = true;  // releasing runs tensor destructors
+      ReleaseQueue::instance().release();
+      ts.busy = false;
+      stop_draining();
+    } catch (const std::exception& e) {
+      ts.busy = false;
+      PendingStats::instance().force_all();
+      stop_draining();
+      log_error(std::string("while finishing statistics at ") + fn.name() + ": " + e.what());
+    }
+  }
+
+  void stop_draining() {
+    if (!draining_.load()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    draining_.store(false);
+    apply_callback_state_locked();
+  }
+
+  // Off iterations cost nothing: the callback is disabled, not merely skipped, once draining is over.
+  void apply_callback_state_locked() {
+    const bool want = Runtime::instance().dumping() || draining_.load();
+    if (!installed_ || want == enabled_) return;
+    if (want) at::reenableCallback(handle_);
+    else at::disableCallback(handle_);
+    enabled_ = want;
+  }
+
   std::mutex mutex_;
   bool installed_ = false, enabled_ = false;
+  std::atomic<bool> draining_{false};
   at::CallbackHandle handle_ = 0;
   std::mutex forward_mutex_;
   std::map<std::pair<uint64_t, int64_t>, ForwardOp> forward_ops_;  // (forward thread, sequence nr)

@@ -1,0 +1,169 @@
+#include "host_stats.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace opdump::pt::detail {
+
+LazyStats::LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
+    : tensor_(std::move(tensor)),
+      dtype_(dtype),
+      options_(options),
+      bytes_(static_cast<uint64_t>(tensor_.numel()) * tensor_.element_size()) {}
+
+LazyStats::~LazyStats() {
+  if (pending_ && !done()) PendingStats::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+const TensorStats& LazyStats::get() {
+  if (done()) return stats_;
+  at::Tensor done_with;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_.load(std::memory_order_relaxed)) {
+      stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
+                                        Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
+                             options_);
+      done_with = std::move(tensor_);
+      done_.store(true, std::memory_order_release);
+      if (pending_) PendingStats::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+  if (done_with.defined()) ReleaseQueue::instance().push(std::move(done_with));
+  return stats_;
+}
+
+PendingStats& PendingStats::instance() {
+  static PendingStats* p = new PendingStats();  // never destroyed: used from exit-time callbacks
+  return *p;
+}
+
+void PendingStats::add(const c10::StorageImpl* storage, const std::shared_ptr<LazyStats>& stats) {
+  stats->pending_ = true;  // before it is shared with writer threads
+  undone_.fetch_add(1, std::memory_order_acq_rel);
+  std::lock_guard<std::mutex> lock(mutex_);
+  by_storage_[storage].push_back(stats);
+  // Most entries are computed by the writer threads long before anything forces them.
+  if (++adds_since_prune_ >= 4096) prune();
+}
+
+void PendingStats::prune() {
+  for (auto it = by_storage_.begin(); it != by_storage_.end();) {
+    auto& list = it->second;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [](const std::weak_ptr<LazyStats>& w) {
+                                auto s = w.lock();
+                                return !s || s->done();
+                              }),
+               list.end());
+    it = list.empty() ? by_storage_.erase(it) : std::next(it);
+  }
+  adds_since_prune_ = 0;
+}
+
+void PendingStats::force(const c10::StorageImpl* storage) {
+  if (!storage || empty()) return;
+  std::vector<std::weak_ptr<LazyStats>> list;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = by_storage_.find(storage);
+    if (it == by_storage_.end()) return;
+    list.swap(it->second);
+    by_storage_.erase(it);
+  }
+  for (auto& w : list)
+    if (auto s = w.lock()) s->get();
+}
+
+void PendingStats::force_all() {
+  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyStats>>> all;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    all.swap(by_storage_);
+    adds_since_prune_ = 0;
+  }
+  for (auto& [storage, list] : all)
+    for (auto& w : list)
+      if (auto s = w.lock()) s->get();
+}
+
+ReleaseQueue& ReleaseQueue::instance() {
+  static ReleaseQueue* q = new ReleaseQueue();
+  return *q;
+}
+
+void ReleaseQueue::push(at::Tensor t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tensors_.push_back(std::move(t));
+  pending_.store(true, std::memory_order_relaxed);
+}
+
+void ReleaseQueue::release() {
+  if (!pending_.load(std::memory_order_relaxed)) return;
+  std::vector<at::Tensor> dead;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dead.swap(tensors_);
+    pending_.store(false, std::memory_order_relaxed);
+  }
+}
+
+namespace {
+// A cheap fingerprint of a buffer: 32 sampled 8-byte words and both ends. Some kernels write
+// tensors without bumping their version (native_batch_norm's running statistics in PyTorch
+// 1.x); such whole-buffer writes change the samples, so the cache does not serve stale values.
+uint64_t fingerprint(const void* data, size_t bytes) {
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 1469598103934665603ull ^ bytes;
+  auto mix = [&h](uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  };
+  if (bytes < 8) {
+    for (size_t i = 0; i < bytes; ++i) mix(p[i]);
+    return h;
+  }
+  constexpr int kSamples = 32;
+  for (int i = 0; i <= kSamples; ++i) {
+    uint64_t w;
+    const size_t at = (bytes - 8) / kSamples * static_cast<size_t>(i);
+    std::memcpy(&w, p + at, 8);
+    mix(w);
+  }
+  uint64_t last;
+  std::memcpy(&last, p + bytes - 8, 8);
+  mix(last);
+  return h;
+}
+}  // namespace
+
+std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options,
+                                                     bool now) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const bool tracked = !t.is_inference();  // inference tensors have no version counter
+  const uint32_t version = tracked ? t._version() : 0;
+  const void* data = t.numel() ? t.data_ptr() : nullptr;
+  at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+  const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
+  auto it = entries_.find(impl);
+  if (tracked && it != entries_.end() && !it->second.impl.expired() && it->second.version == version &&
+      it->second.data == data && it->second.fingerprint == fp) {
+    if (now) it->second.stats->get();
+    return it->second.stats;
+  }
+  const c10::StorageImpl* storage = storage_of(c);
+  auto stats = std::make_shared<LazyStats>(std::move(c), dtype, options);
+  if (now || !tracked) stats->get();
+  else PendingStats::instance().add(storage, stats);
+  if (tracked)
+    entries_.insert_or_assign(impl, Entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version,
+                                          data, fp, stats});
+  return stats;
+}
+
+void StatsCache::drop_dead() {
+  for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
+}
+
+}  // namespace opdump::pt::detail

@@ -1,0 +1,107 @@
+// Statistics of CPU tensors, computed lazily on a writer thread from the live tensor (no copy;
+// the training thread does not wait), and remembered per tensor version so that an op's output
+// is not summarized again as the next op's input.
+//
+// Lazy is safe because whatever could write a tensor first finishes its pending statistics:
+// an op about to write a storage (schema "(a!)" arguments, batch_norm's running statistics),
+// through the tensor itself or any view or alias of it, forces those reading that storage in
+// its start callback; and when ops may run unobserved (dumping stops, an iteration that is not
+// dumped) every pending one is forced.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "opdump/stats.h"
+
+namespace opdump::pt::detail {
+
+class LazyStats {
+ public:
+  LazyStats(at::Tensor tensor, DType dtype, StatsOptions options);
+  ~LazyStats();
+  // Computes on first call (on whichever thread asks first); later calls return the result.
+  const TensorStats& get();
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<bool> done_{false};
+  bool pending_ = false;  // counted by PendingStats until computed
+  friend class PendingStats;
+  at::Tensor tensor_;
+  DType dtype_;
+  StatsOptions options_;
+  TensorStats stats_;
+  uint64_t bytes_ = 0;
+};
+
+// Lazy statistics not yet computed, by the storage they read (process-wide: a tensor may be
+// written on another thread than the one that captured it).
+class PendingStats {
+ public:
+  static PendingStats& instance();
+  void add(const c10::StorageImpl* storage, const std::shared_ptr<LazyStats>& stats);
+  // Computes, now and on this thread, the pending statistics reading `storage`.
+  void force(const c10::StorageImpl* storage);
+  void force_all();
+  // No statistics left to compute (writer threads compute most of them in the background).
+  bool empty() const { return undone_.load(std::memory_order_acquire) == 0; }
+
+ private:
+  friend class LazyStats;
+  void prune();  // drops entries already computed
+
+  std::mutex mutex_;
+  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyStats>>> by_storage_;
+  std::atomic<size_t> undone_{0};
+  size_t adds_since_prune_ = 0;
+};
+
+// Tensors whose statistics are done, released on a training thread: dropping the last
+// reference to a tensor that owns its Python object needs the GIL, which a writer thread must
+// never wait for (the training thread may hold it while waiting for the writer).
+class ReleaseQueue {
+ public:
+  static ReleaseQueue& instance();
+  void push(at::Tensor t);
+  void release();  // on training threads (op callbacks, iteration ends)
+
+ private:
+  std::mutex mutex_;
+  std::vector<at::Tensor> tensors_;
+  std::atomic<bool> pending_{false};
+};
+
+// Statistics of tensors already summarized (per thread): keyed by TensorImpl, valid while the
+// impl lives and its version, data pointer and fingerprint are unchanged.
+class StatsCache {
+ public:
+  // The statistics of `t` (contiguous CPU tensor or not), lazily computed unless `now`.
+  std::shared_ptr<LazyStats> lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options, bool now);
+  void forget(const c10::TensorImpl* impl) { entries_.erase(impl); }
+  void drop_dead();  // entries of tensors that died
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::TensorImpl> impl;
+    uint32_t version;
+    const void* data;
+    uint64_t fingerprint;
+    std::shared_ptr<LazyStats> stats;
+  };
+  std::unordered_map<const c10::TensorImpl*, Entry> entries_;
+};
+
+// The storage a tensor reads (nullptr for tensors without one).
+inline const c10::StorageImpl* storage_of(const at::Tensor& t) {
+  return t.defined() && t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+}
+
+}  // namespace opdump::pt::detail
