@@ -81,6 +81,20 @@ TEST(Stats, Float32WithSpecialsAtEverySize) {
   }
 }
 
+// Squares beyond float's range (|x| > 1.8e19) and sums near FLT_MAX overflow the float lanes of
+// the hot loop; those blocks are redone in double, so nothing is lost.
+TEST(Stats, Float32HugeFiniteValuesAreExact) {
+  for (size_t n : {64, 4096, 4097, 20000}) {
+    auto v = random_floats(n, static_cast<uint32_t>(n) + 7, false);
+    v[n / 5] = 3e38f;
+    v[n / 2] = -3.3e38f;
+    v[n - 1] = 2e19f;
+    if (n > 4100) v[4096 + 3] = NAN;  // a second block with a special
+    TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {static_cast<int64_t>(n)}});
+    expect_matches(s, reference(v, [](float x) { return static_cast<double>(x); }), 1e-6);
+  }
+}
+
 TEST(Stats, ParallelEqualsSerial) {
   auto v = random_floats(3'000'001, 3, true);
   TensorView view{v.data(), DType::Float32, {3000001}};

@@ -2,5 +2,6 @@
 #include "stats_kernels.h"
 
 namespace opdump::detail::k_avx2 {
+constexpr int kLanes = 16;  // two AVX2 registers
 #include "stats_kernels.inc"
 }  // namespace opdump::detail::k_avx2

@@ -2,5 +2,6 @@
 #include "stats_kernels.h"
 
 namespace opdump::detail::k_baseline {
+constexpr int kLanes = 8;  // two SSE registers
 #include "stats_kernels.inc"
 }  // namespace opdump::detail::k_baseline
