@@ -11,6 +11,10 @@ LazyStats::LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
       options_(options),
       bytes_(static_cast<uint64_t>(tensor_.numel()) * tensor_.element_size()) {}
 
+LazyStats::LazyStats(const TensorStats& done, uint64_t bytes) : dtype_(DType::Float32), stats_(done), bytes_(bytes) {
+  done_.store(true, std::memory_order_relaxed);
+}
+
 LazyStats::~LazyStats() {
   if (pending_ && !done()) PendingStats::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
 }
@@ -156,10 +160,22 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   auto stats = std::make_shared<LazyStats>(std::move(c), dtype, options);
   if (now || !tracked) stats->get();
   else PendingStats::instance().add(storage, stats);
-  if (tracked)
-    entries_.insert_or_assign(impl, Entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version,
-                                          data, fp, stats});
+  if (tracked) remember(t, version, data, fp, stats);
   return stats;
+}
+
+void StatsCache::remember_filled(const at::Tensor& t, DType dtype) {
+  if (t.is_inference() || !t.is_contiguous() || t.numel() == 0) return;
+  const uint64_t n = static_cast<uint64_t>(t.numel());
+  const uint64_t bytes = n * t.element_size();
+  TensorStats stats = constant_stats(TensorView{t.data_ptr(), dtype, {1}}, n);
+  remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(stats, bytes));
+}
+
+void StatsCache::remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp,
+                          std::shared_ptr<LazyStats> stats) {
+  entries_.insert_or_assign(t.unsafeGetTensorImpl(), Entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()),
+                                                           version, data, fp, std::move(stats)});
 }
 
 void StatsCache::drop_dead() {

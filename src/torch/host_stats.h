@@ -23,6 +23,7 @@ namespace opdump::pt::detail {
 class LazyStats {
  public:
   LazyStats(at::Tensor tensor, DType dtype, StatsOptions options);
+  LazyStats(const TensorStats& done, uint64_t bytes);  // already known
   ~LazyStats();
   // Computes on first call (on whichever thread asks first); later calls return the result.
   const TensorStats& get();
@@ -84,6 +85,8 @@ class StatsCache {
  public:
   // The statistics of `t` (contiguous CPU tensor or not), lazily computed unless `now`.
   std::shared_ptr<LazyStats> lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options, bool now);
+  // `t` was just filled with one value (zero_, fill_): its statistics follow from one element.
+  void remember_filled(const at::Tensor& t, DType dtype);
   void forget(const c10::TensorImpl* impl) { entries_.erase(impl); }
   void drop_dead();  // entries of tensors that died
   bool empty() const { return entries_.empty(); }
@@ -96,6 +99,7 @@ class StatsCache {
     uint64_t fingerprint;
     std::shared_ptr<LazyStats> stats;
   };
+  void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats);
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
 };
 

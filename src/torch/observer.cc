@@ -291,6 +291,7 @@ struct OpCtx final : at::ObserverContext {
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
   std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
+  bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
   bool executed = false;    // an op of the configured level: listed in the execution order
   std::vector<uint64_t> input_ids;
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
@@ -497,6 +498,7 @@ class Observer final : public RuntimeListener {
       collect_written(fn, ts, ctx->written, ctx->written_storages);
       for (const c10::StorageImpl* storage : ctx->written_storages)  // summarize before this op writes it
         PendingStats::instance().force(storage);
+      ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     }
     ctx->depth = ts.depth++;
     if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
@@ -580,6 +582,9 @@ class Observer final : public RuntimeListener {
     --ts.depth;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
     for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
+    // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
+    // input statistics would be a pass over all gradients on the training thread.
+    if (ctx->fills) remember_filled(fn, ts);
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       std::lock_guard<std::mutex> lock(forward_mutex_);
@@ -613,6 +618,20 @@ class Observer final : public RuntimeListener {
       capture_all(outs, *dumper, ts, outputs, &ctx->record.id.stream_id);
     }
     dumper->dump_op(ctx->record, ctx->inputs, outputs);
+  }
+
+  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts) {
+    std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
+    if (!dumper || !dumper->config().dumps_statistics() || dumper->config().stat_calc_mode == StatCalcMode::Device)
+      return;
+    const StatsOptions options = dumper->stats_options();
+    if (options.md5 || options.xxhash) return;  // hashes need the data
+    const auto& outputs = fn.outputs();
+    if (outputs.empty() || !outputs[0].isTensor()) return;
+    const at::Tensor& t = outputs[0].toTensor();
+    DType dtype;
+    if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) return;
+    ts.cache.remember_filled(t, dtype);
   }
 
   template <typename Values>

@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "opdump/error.h"
 #include "opdump/stats.h"
 
 using namespace opdump;
@@ -242,4 +243,37 @@ TEST(Stats, CategoryKeysAndLabels) {
   EXPECT_EQ(stat_category_from_key("negative zero count"), StatCategory::NegativeZeroCount);
   EXPECT_EQ(stat_category_label(StatCategory::L2Norm), "L2Norm Value");
   EXPECT_FALSE(stat_category_from_key("median").has_value());
+}
+
+// A tensor just filled with one value (zero_, fill_) is summarized from one element.
+TEST(Stats, ConstantStatsEqualAPassOverTheFilledTensor) {
+  const size_t n = 10007;
+  for (float value : {0.f, -0.f, 3.5f, -2.25f, NAN, INFINITY, -INFINITY, 1e30f}) {
+    std::vector<float> v(n, value);
+    TensorStats full = compute_stats(TensorView{v.data(), DType::Float32, {static_cast<int64_t>(n)}});
+    TensorStats fast = constant_stats(TensorView{v.data(), DType::Float32, {1}}, n);
+    EXPECT_EQ(fast.count, full.count);
+    EXPECT_EQ(fast.nan, full.nan);
+    EXPECT_EQ(fast.pos_inf, full.pos_inf);
+    EXPECT_EQ(fast.neg_inf, full.neg_inf);
+    EXPECT_EQ(fast.negative, full.negative);
+    EXPECT_EQ(fast.positive, full.positive);
+    EXPECT_EQ(fast.zero, full.zero);
+    EXPECT_EQ(fast.finite, full.finite);
+    if (full.has_finite()) {
+      EXPECT_EQ(fast.min, full.min);
+      EXPECT_EQ(fast.max, full.max);
+      EXPECT_DOUBLE_EQ(fast.avg(), static_cast<double>(value));
+      EXPECT_NEAR(fast.l2norm(), full.l2norm(), 1e-6 * full.l2norm());
+    }
+    for (StatCategory c : all_stat_categories())
+      if (c != StatCategory::Md5 && c != StatCategory::XxHash && c != StatCategory::Avg && c != StatCategory::L2Norm)
+        EXPECT_EQ(fast.cell(c, DType::Float32), full.cell(c, DType::Float32));
+  }
+  std::vector<int64_t> ints(99, -7);
+  TensorStats i = constant_stats(TensorView{ints.data(), DType::Int64, {1}}, ints.size());
+  EXPECT_EQ(i.int_min, -7);
+  EXPECT_EQ(i.int_max, -7);
+  EXPECT_EQ(i.negative, 99u);
+  EXPECT_THROW(constant_stats(TensorView{ints.data(), DType::Int64, {2}}, 2), Error);
 }

@@ -158,6 +158,49 @@ def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
         assert float(r["Avg Value"]) == pytest.approx(-(n + 1) / 2, rel=1e-6)
 
 
+FILLED_THEN_WRITTEN = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import opdump
+json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
+           "saved_data": "statistic", "input_output": 1, "kernels": [], "support_device": [0],
+           "statistic_category": json.loads(sys.argv[3])},
+           "e2e_dump_settings": {"enable": True}}, open(sys.argv[1] + ".json", "w"))
+opdump.set_dump(sys.argv[1] + ".json")
+n = 2**20
+a = torch.neg(torch.arange(1.0, n + 1))
+g = torch.empty(n)
+g.zero_()                  # the way optimizer.zero_grad() leaves gradients for backward's add_
+g.add_(a)
+h = torch.empty(n, dtype=torch.float64)
+h.fill_(2.5)
+h.mul_(a)
+opdump.finalize_dump()
+"""
+
+
+@pytest.mark.parametrize("categories", [["max", "min", "avg", "l2norm", "zero count"],
+                                        ["max", "min", "avg", "l2norm", "zero count", "md5"]])
+def test_inputs_just_filled_with_a_constant(tmp_path, categories):
+    """The statistics of a tensor zero_/fill_ just wrote come from one element (no pass over
+    it on the training thread); with md5 asked for, from the data. Either way they are exact."""
+    subprocess.run([PYTHON, "-c", FILLED_THEN_WRITTEN, str(tmp_path / "d"), str(BUILD / "python"),
+                    json.dumps(categories)], check=True, timeout=300)
+    folder = glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0].rsplit("/", 1)[0]
+    rows = {(r["Op Type"], r["Slot"]): r for r in dr.statistics(folder) if r["IO"] == "input"}
+    n = 2**20
+    zeros, filled = rows[("add_", "0")], rows[("mul_", "0")]
+    assert [float(zeros[c]) for c in ("Max Value", "Min Value", "Avg Value", "L2Norm Value")] == [0, 0, 0, 0]
+    assert int(zeros["Zero Count"]) == n
+    assert [float(filled[c]) for c in ("Max Value", "Min Value", "Avg Value")] == [2.5, 2.5, 2.5]
+    assert float(filled["L2Norm Value"]) == pytest.approx(2.5 * n ** 0.5, rel=1e-12)
+    assert int(filled["Zero Count"]) == 0
+    if "md5" in categories:
+        import hashlib
+        assert zeros["MD5"] == hashlib.md5(np.zeros(n, np.float32).tobytes()).hexdigest()
+        assert filled["MD5"] == hashlib.md5(np.full(n, 2.5).tobytes()).hexdigest()
+
+
 # ---- replay: the dumped inputs reproduce the dumped outputs ----------------------------------
 
 def rebuild(value, inputs, name):

@@ -291,4 +291,14 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   return s;
 }
 
+TensorStats constant_stats(const TensorView& element, uint64_t count) {
+  if (element.numel() != 1) throw Error("constant_stats: the element view must hold exactly one element");
+  TensorStats s = compute_stats(element);
+  s.count = count;
+  for (uint64_t* c : {&s.negative, &s.positive, &s.zero, &s.nan, &s.neg_inf, &s.pos_inf, &s.finite}) *c *= count;
+  s.sum *= static_cast<double>(count);
+  s.sum_sq *= static_cast<double>(count);
+  return s;
+}
+
 }  // namespace opdump
