@@ -1,7 +1,10 @@
 #include "host_stats.h"
 
 #include <algorithm>
+#include <pthread.h>
+
 #include <cstring>
+#include <thread>
 
 namespace opdump::pt::detail {
 
@@ -38,17 +41,54 @@ const TensorStats& LazyStats::get() {
 }
 
 PendingStats& PendingStats::instance() {
-  static PendingStats* p = new PendingStats();  // never destroyed: used from exit-time callbacks
+  static PendingStats* p = [] {
+    auto* q = new PendingStats();  // never destroyed: used from exit-time callbacks
+    ::pthread_atfork(nullptr, nullptr, [] { instance().forked_child_.store(true); });
+    return q;
+  }();
   return *p;
 }
 
 void PendingStats::add(const c10::StorageImpl* storage, const std::shared_ptr<LazyStats>& stats) {
+  if (forked_child_.load()) {
+    stats->get();
+    return;
+  }
   stats->pending_ = true;  // before it is shared with writer threads
   undone_.fetch_add(1, std::memory_order_acq_rel);
-  std::lock_guard<std::mutex> lock(mutex_);
-  by_storage_[storage].push_back(stats);
-  // Most entries are computed by the writer threads long before anything forces them.
-  if (++adds_since_prune_ >= 4096) prune();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    by_storage_[storage].push_back(stats);
+    // Most entries are computed by the background thread long before anything forces them.
+    if (++adds_since_prune_ >= 4096) prune();
+  }
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (!worker_started_) {
+      worker_started_ = true;
+      std::thread([this] { worker_loop(); }).detach();  // lives as long as the process
+    }
+    queue_.push_back(stats);
+    wake = worker_waiting_;  // a busy worker finds it without a wake-up call
+  }
+  if (wake) queue_cv_.notify_one();
+}
+
+void PendingStats::worker_loop() {
+  std::vector<std::weak_ptr<LazyStats>> batch;
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  while (true) {
+    worker_waiting_ = true;
+    queue_cv_.wait(lock, [this] { return !queue_.empty(); });
+    worker_waiting_ = false;
+    batch.swap(queue_);
+    lock.unlock();
+    for (auto& w : batch)
+      if (auto s = w.lock()) s->get();
+    batch.clear();
+    lock.lock();
+  }
 }
 
 void PendingStats::prune() {
@@ -66,7 +106,7 @@ void PendingStats::prune() {
 }
 
 void PendingStats::force(const c10::StorageImpl* storage) {
-  if (!storage || empty()) return;
+  if (!storage || empty()) return;  // (always empty in a forked child)
   std::vector<std::weak_ptr<LazyStats>> list;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -80,6 +120,7 @@ void PendingStats::force(const c10::StorageImpl* storage) {
 }
 
 void PendingStats::force_all() {
+  if (forked_child_.load()) return;
   std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyStats>>> all;
   {
     std::lock_guard<std::mutex> lock(mutex_);

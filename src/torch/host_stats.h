@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -43,7 +44,10 @@ class LazyStats {
 };
 
 // Lazy statistics not yet computed, by the storage they read (process-wide: a tensor may be
-// written on another thread than the one that captured it).
+// written on another thread than the one that captured it). Each is also handed at once to a
+// background thread: the sooner it is computed, the sooner the tensor is released, and tensors
+// held longer than the training would hold them cost it fresh memory (page faults, cold caches:
+// +15% on resnet18 with statistics computed 64 rows late, +4% at once).
 class PendingStats {
  public:
   static PendingStats& instance();
@@ -52,7 +56,7 @@ class PendingStats {
   void force(const c10::StorageImpl* storage);
   void force_all();
   // No statistics left to compute (writer threads compute most of them in the background).
-  bool empty() const { return undone_.load(std::memory_order_acquire) == 0; }
+  bool empty() const { return forked_child_.load() || undone_.load(std::memory_order_acquire) == 0; }
 
  private:
   friend class LazyStats;
@@ -61,6 +65,16 @@ class PendingStats {
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyStats>>> by_storage_;
   std::atomic<size_t> undone_{0};
+  // The background thread's queue.
+  void worker_loop();
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::vector<std::weak_ptr<LazyStats>> queue_;
+  bool worker_waiting_ = false;
+  bool worker_started_ = false;
+  // In a forked child (DataLoader workers) the background thread is gone and locks may have
+  // been held at the fork: the child does not dump, so it leaves all of this alone.
+  std::atomic<bool> forked_child_{false};
   size_t adds_since_prune_ = 0;
 };
 
