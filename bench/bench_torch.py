@@ -7,6 +7,13 @@ interleaved so that machine noise hits every mode alike):
   overflow   overflow mode (op_debug_mode 3): every output checked, nothing overflows   (goal <= 1.3x)
   tensor     tensor mode at api level; MB/s against a raw sequential write of the same bytes
 
+Separate processes differ by up to +-20% in step time on this VM whatever they run, so each
+mode is also measured inside one process, where that noise cancels:
+  blocks     blocks of 3 undumped steps and 3 steps dumped from set_dump to finalize_dump,
+             alternating; ratio = median over block pairs of (dumped / undumped)
+  alt        every other iteration of one dump selected (the statistics of a dumped step are
+             finished while the next, undumped one runs)
+
     PYTHONPATH=build/python /usr/bin/python3 bench/bench_torch.py [--steps 10] [--rounds 3]
 """
 import argparse
@@ -20,7 +27,7 @@ import tempfile
 import time
 
 WORKER = r"""
-import json, sys, time, torch, torchvision
+import json, statistics, sys, time, torch, torchvision
 mode, steps, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
 m = torchvision.models.resnet18(num_classes=10)
@@ -28,8 +35,9 @@ opt = torch.optim.SGD(m.parameters(), lr=0.01)  # as in the msprobe measurement 
 x = torch.randn(4, 3, 64, 64); y = torch.randint(0, 10, (4,))
 def step():
     opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
-base = mode.replace("-alt", "")
-alternate = mode.endswith("-alt")  # even iterations dumped, odd ones not: both in this process
+base, _, how = mode.partition("-")
+alternate = how == "alt"      # even iterations dumped, odd ones not: both in this process
+in_blocks = how == "blocks"   # undumped and dumped blocks of steps alternate in this process
 if mode != "plain":
     import opdump
     iterations = "|".join(str(i) for i in range(0, 4 * steps + 8, 2)) if alternate else "all"
@@ -39,15 +47,28 @@ if mode != "plain":
            "support_device": [0], "op_debug_mode": 3 if base == "overflow" else 0},
            "e2e_dump_settings": {"enable": True}}
     json.dump(cfg, open(path + ".json", "w"))
-    opdump.set_dump(path + ".json"); opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
+    opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
+    if not in_blocks:
+        opdump.set_dump(path + ".json")
 for _ in range(4): step()
-times, off_times = [], []
-for i in range(2 * steps if alternate else steps):
-    t = time.perf_counter(); step(); dt = time.perf_counter() - t
-    (off_times if alternate and i % 2 else times).append(dt)
-t0 = time.perf_counter()
-report = opdump.finalize_dump() if mode != "plain" else {}
-drain = time.perf_counter() - t0
+def timed(n):
+    out = []
+    for _ in range(n):
+        t = time.perf_counter(); step(); out.append(time.perf_counter() - t)
+    return out
+times, off_times, drain, report = [], [], 0.0, {}
+if in_blocks:
+    for _ in range(steps):
+        off_times.append(statistics.median(timed(3)))
+        opdump.set_dump(path + ".json")
+        times.append(statistics.median(timed(3)))
+        opdump.finalize_dump()
+else:
+    for i in range(2 * steps if alternate else steps):
+        (off_times if alternate and i % 2 else times).extend(timed(1))
+    t0 = time.perf_counter()
+    report = opdump.finalize_dump() if mode != "plain" else {}
+    drain = time.perf_counter() - t0
 print(json.dumps({"times": times, "off_times": off_times, "report": report, "drain": drain}))
 """
 
@@ -107,14 +128,17 @@ def main():
         ratios["tensor"].append(statistics.median(d["times"]) / statistics.median(p["times"]))
         tensor_info.append(d)
         os.sync()
-    # Process-to-process noise on this VM reaches +-20%; the -alt runs dump every other step
-    # of one process and compare it with the steps between (no dump, callbacks disabled).
-    alt = {}
+    # Process-to-process noise on this VM reaches +-20%: the same modes inside one process.
+    inside = {}
     for mode in [m for m in modes if m in ("stats", "overflow")]:
-        alt[mode] = []
-        for _ in range(args.rounds):
-            d = run_mode(mode + "-alt", args.steps, workdir)
-            alt[mode].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
+        for how in ("blocks", "alt"):
+            inside[(mode, how)] = []
+            for _ in range(args.rounds):
+                d = run_mode(f"{mode}-{how}", args.steps, workdir)
+                if how == "blocks":  # pairs of neighbouring blocks
+                    inside[(mode, how)].append(statistics.median(a / b for a, b in zip(d["times"], d["off_times"])))
+                else:
+                    inside[(mode, how)].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"resnet18, batch 4x3x64x64, SGD, CPU; median step over {args.steps} steps x {args.rounds} rounds; "
           "ratio = median over rounds of (mode / plain of the same round)")
@@ -123,8 +147,10 @@ def main():
         ratio = statistics.median(ratios[mode]) if mode != "plain" else 1.0
         spread = f"  (rounds: {', '.join(f'{x:.2f}' for x in ratios[mode])})" if mode != "plain" else ""
         print(f"  {mode:8s} {med * 1e3:8.1f} ms/step   ratio {ratio:5.2f}x{spread}")
-    for mode, values in alt.items():
-        print(f"  {mode:8s} dumped steps / undumped steps of the same process: {statistics.median(values):5.2f}x"
+    what = {"blocks": "blocks dumped from set_dump to finalize_dump / undumped blocks",
+            "alt": "every other iteration dumped / the iterations between"}
+    for (mode, how), values in inside.items():
+        print(f"  {mode:8s} one process, {what[how]}: {statistics.median(values):5.2f}x"
               f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
     if not tensor_info:
         return

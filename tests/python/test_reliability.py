@@ -4,6 +4,7 @@ import csv
 import glob
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import time
@@ -180,3 +181,14 @@ def test_dump_files_declaring_huge_sizes_are_refused_before_allocation(tmp_path,
     binf.write_bytes((1 << 62).to_bytes(8, "little") + b"\0" * 32)
     proc = run("convert", binf, "-o", tmp_path / "out", check=1)
     assert "header length" in proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["full", "statistic"])
+def test_threads_training_one_model_at_once(tmp_path, mode):
+    """The workload scripts/sanitize.sh runs under TSan, here without it: three threads train one
+    model, in tensor mode and in lazy-statistics mode with undumped iterations between."""
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
+    proc = subprocess.run([PYTHON, str(pathlib.Path(__file__).with_name("threaded_workload.py")), str(tmp_path), mode],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "threaded workload OK" in proc.stdout

@@ -1,8 +1,10 @@
-"""Three Python threads train one registered model at once while opdump dumps tensors and
-statistics: autograd runs on each thread, the writer threads run beside them. Run under TSan by
+"""Three Python threads train one registered model at once while opdump dumps: autograd runs on
+each thread, the writer threads and the statistics thread run beside them. MODE full: tensors
+and statistics of every iteration; statistic: statistics only, with an undumped iteration
+between dumped ones (lazy statistics, writes forcing them, draining). Run under TSan by
 scripts/sanitize.sh (DataLoader workers are not: TSan's runtime fails in forked children).
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/python/threaded_workload.py DUMP_DIR"""
+    PYTHONPATH=build/python /usr/bin/python3 tests/python/threaded_workload.py DUMP_DIR full|statistic"""
 import json
 import os
 import sys
@@ -13,32 +15,41 @@ import torch
 import opdump
 
 
-def main(dump_dir):
+def run(dump_dir, saved_data, iteration):
     cfg_path = os.path.join(dump_dir, "config.json")
     os.makedirs(dump_dir, exist_ok=True)
     json.dump({"common_dump_settings": {"dump_mode": 0, "path": os.path.abspath(dump_dir), "net_name": "net",
-                                        "iteration": "all", "saved_data": "full", "input_output": 0, "kernels": [],
-                                        "support_device": [0]},
+                                        "iteration": iteration, "saved_data": saved_data, "input_output": 0,
+                                        "kernels": [], "support_device": [0]},
                "e2e_dump_settings": {"enable": True}}, open(cfg_path, "w"))
     opdump.set_dump(cfg_path)
-    model = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(),
+    model = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(inplace=True),
                                                       torch.nn.Linear(32, 4)), "net")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def work():
         for _ in range(5):
             model(torch.randn(8, 32)).sum().backward()
 
-    for _ in range(2):
+    for _ in range(4):
         threads = [threading.Thread(target=work) for _ in range(3)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        opt.step()
+        opt.zero_grad()
         opdump.step()
     report = opdump.finalize_dump()
-    assert report["ok"] and report["files_written"] > 0, report
-    print("threaded workload OK:", report["files_written"], "files")
+    assert report["ok"] and report["statistic_rows"] > 0, report
+    return report
+
+
+def main(dump_dir, mode):
+    report = run(dump_dir, mode, "all" if mode == "full" else "0|2|3")
+    assert mode != "full" or report["files_written"] > 0, report
+    print("threaded workload OK:", report["files_written"], "files,", report["statistic_rows"], "statistic rows")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])
