@@ -42,7 +42,7 @@ if mode != "plain":
     import opdump
     iterations = "|".join(str(i) for i in range(0, 4 * steps + 8, 2)) if alternate else "all"
     cfg = {"common_dump_settings": {"dump_mode": 0, "path": path, "net_name": "resnet",
-           "iteration": "1000000000" if mode == "off" else iterations,
+           "iteration": "1000000000" if base == "off" else iterations,
            "saved_data": "tensor" if base == "tensor" else "statistic", "input_output": 0, "kernels": [],
            "support_device": [0], "op_debug_mode": 3 if base == "overflow" else 0},
            "e2e_dump_settings": {"enable": True}}
@@ -130,8 +130,8 @@ def main():
         os.sync()
     # Process-to-process noise on this VM reaches +-20%: the same modes inside one process.
     inside = {}
-    for mode in [m for m in modes if m in ("stats", "overflow")]:
-        for how in ("blocks", "alt"):
+    for mode in [m for m in modes if m in ("off", "stats", "overflow")]:
+        for how in (("blocks",) if mode == "off" else ("blocks", "alt")):
             inside[(mode, how)] = []
             for _ in range(args.rounds):
                 d = run_mode(f"{mode}-{how}", args.steps, workdir)
