@@ -1,5 +1,7 @@
 #include "host_stats.h"
 
+#include "opdump/log.h"
+
 #include <algorithm>
 #include <pthread.h>
 
@@ -84,8 +86,13 @@ void PendingStats::worker_loop() {
     worker_waiting_ = false;
     batch.swap(queue_);
     lock.unlock();
-    for (auto& w : batch)
-      if (auto s = w.lock()) s->get();
+    for (auto& w : batch) {
+      try {
+        if (auto s = w.lock()) s->get();
+      } catch (const std::exception& e) {  // left pending: the dump's writer reports it
+        log_warning(std::string("statistics not computed in the background: ") + e.what());
+      }
+    }
     batch.clear();
     lock.lock();
   }
