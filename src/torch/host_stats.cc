@@ -56,7 +56,7 @@ void PendingStats::add(const c10::StorageImpl* storage, const std::shared_ptr<La
     stats->get();
     return;
   }
-  stats->pending_ = true;  // before it is shared with writer threads
+  stats->pending_ = true;  // before other threads can see it
   undone_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);

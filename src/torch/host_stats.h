@@ -1,12 +1,12 @@
-// Statistics of CPU tensors, computed lazily on a writer thread from the live tensor (no copy;
-// the training thread does not wait), and remembered per tensor version so that an op's output
+// Statistics of CPU tensors, computed lazily on a background thread from the live tensor (no
+// copy; the training thread does not wait), and remembered per tensor version so that an op's output
 // is not summarized again as the next op's input.
 //
 // Lazy is safe because whatever could write a tensor first finishes its pending statistics:
 // an op about to write a storage (schema "(a!)" arguments, batch_norm's running statistics),
 // through the tensor itself or any view or alias of it, forces those reading that storage in
-// its start callback; and when ops may run unobserved (dumping stops, an iteration that is not
-// dumped) every pending one is forced.
+// its start callback. When dumping stops every pending one is forced; in an iteration that is
+// not dumped the callback stays on, forcing them on writes, until none is left.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -55,7 +55,7 @@ class PendingStats {
   // Computes, now and on this thread, the pending statistics reading `storage`.
   void force(const c10::StorageImpl* storage);
   void force_all();
-  // No statistics left to compute (writer threads compute most of them in the background).
+  // No statistics left to compute.
   bool empty() const { return forked_child_.load() || undone_.load(std::memory_order_acquire) == 0; }
 
  private:
@@ -79,8 +79,8 @@ class PendingStats {
 };
 
 // Tensors whose statistics are done, released on a training thread: dropping the last
-// reference to a tensor that owns its Python object needs the GIL, which a writer thread must
-// never wait for (the training thread may hold it while waiting for the writer).
+// reference to a tensor that owns its Python object needs the GIL, which a background thread
+// must never wait for (the training thread may hold it while waiting for that thread).
 class ReleaseQueue {
  public:
   static ReleaseQueue& instance();

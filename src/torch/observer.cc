@@ -403,8 +403,8 @@ class Observer final : public RuntimeListener {
   void on_iteration(uint64_t iteration) override {
     // Pending statistics must be done before tensors can change unobserved. When the new
     // iteration is dumped too, every write stays observed (written-argument rule), so they stay
-    // on the writer threads. Otherwise the callback keeps watching writes until the writer
-    // threads are done (draining); one whole iteration later they are finished here.
+    // with the statistics thread. Otherwise the callback keeps watching writes until that
+    // thread is done (draining); one whole iteration later they are finished here.
     auto dumper = Runtime::instance().dumper();
     if (!dumper || !dumper->iteration_selected(iteration)) {
       if (draining_.load()) finish_lazy_stats();
@@ -698,8 +698,8 @@ class Observer final : public RuntimeListener {
     } else if (on_device) {
       d.precomputed = device_stats(t.detach());
     } else {
-      // Host statistics from the tensor itself (no copy), once per tensor version, on a writer
-      // thread unless this op is about to modify what the tensor reads (host_stats.h).
+      // Host statistics from the tensor itself (no copy), once per tensor version, on the
+      // statistics thread unless this op is about to modify what the tensor reads (host_stats.h).
       const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
       StatsOptions options = dumper.stats_options();
       options.threads = 1;
@@ -718,9 +718,9 @@ class Observer final : public RuntimeListener {
     stop_draining();
   }
 
-  // Dumping pauses (an iteration that is not dumped): the writer threads get the batched rows
-  // and compute what is pending while training goes on; meanwhile the callback stays on to
-  // force the statistics of anything an op is about to write (host_stats.h).
+  // Dumping pauses (an iteration that is not dumped): the statistics thread finishes what is
+  // pending while training goes on, and the writer threads get the batched rows; meanwhile the
+  // callback stays on to force the statistics of anything an op is about to write (host_stats.h).
   void begin_draining() {
     if (auto dumper = Runtime::instance().dumper()) dumper->flush_pending_rows();
     if (!PendingStats::instance().empty()) draining_.store(true);
