@@ -52,8 +52,11 @@ class PendingStats {
  public:
   static PendingStats& instance();
   void add(const c10::StorageImpl* storage, const std::shared_ptr<LazyStats>& stats);
-  // Computes, now and on this thread, the pending statistics reading `storage`.
+  // Computes, now and on this thread, the pending statistics reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
+  void force(const std::vector<const c10::StorageImpl*>& storages) {
+    for (const c10::StorageImpl* s : storages) force(s);
+  }
   void force_all();
   // No statistics left to compute.
   bool empty() const { return forked_child_.load() || undone_.load(std::memory_order_acquire) == 0; }

@@ -496,8 +496,7 @@ class Observer final : public RuntimeListener {
     if (!ts.cache.empty() || !PendingStats::instance().empty() ||
         scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
       collect_written(fn, ts, ctx->written, ctx->written_storages);
-      for (const c10::StorageImpl* storage : ctx->written_storages)  // summarize before this op writes it
-        PendingStats::instance().force(storage);
+      PendingStats::instance().force(ctx->written_storages);  // summarize before this op writes it
       ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     }
     ctx->depth = ts.depth++;
@@ -701,9 +700,7 @@ class Observer final : public RuntimeListener {
       // Host statistics from the tensor itself (no copy), once per tensor version, on the
       // statistics thread unless this op is about to modify what the tensor reads (host_stats.h).
       const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
-      StatsOptions options = dumper.stats_options();
-      options.threads = 1;
-      std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, options, now);
+      std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, dumper.stats_options(), now);
       d.pending_bytes = stats->bytes();
       d.precomputed = [stats] { return stats->get(); };
     }
@@ -734,7 +731,7 @@ class Observer final : public RuntimeListener {
       std::vector<const c10::TensorImpl*> written;
       std::vector<const c10::StorageImpl*> storages;
       collect_written(fn, ts, written, storages);
-      for (const c10::StorageImpl* storage : storages) PendingStats::instance().force(storage);
+      PendingStats::instance().force(storages);
       if (!PendingStats::instance().empty()) return;
       ts.busy = true;  // releasing runs tensor destructors
       ReleaseQueue::instance().release();
