@@ -39,6 +39,10 @@ struct WriterReport {
 void write_file_atomic(const std::string& path, const void* header, size_t header_size,
                        const void* payload, size_t payload_size);
 
+// Creates `path` holding `header` then `payload`, all at once (a complete temporary file is
+// linked into place): false, with nothing written, when `path` already exists. Throws IoError.
+bool create_file_whole(const std::string& path, const std::string& header, const std::string& payload);
+
 // Appends `text` to an open O_APPEND file in one write(); a short write is rolled back, so the
 // file never ends in a torn record. Throws IoError.
 void append_whole(int fd, const std::string& path, const std::string& text);

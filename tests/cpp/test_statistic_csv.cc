@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "opdump/error.h"
@@ -48,6 +49,49 @@ TEST(StatisticCsv, ConcurrentAppendsAreWholeRows) {
   EXPECT_EQ(t.rows.size(), 1000u);
   EXPECT_EQ(t.header.size(), 12u);
   EXPECT_EQ(t.column("Max Value"), 10);
+}
+
+namespace {
+StatisticRow row_named(const std::string& name) {
+  static std::vector<float> v = {1, 2, 3};
+  StatisticRow r;
+  r.op = OpIdentity{"Op", name, 0, 0, 0};
+  r.shape = {3};
+  r.stats = compute_stats(TensorView{v.data(), DType::Float32, {3}});
+  return r;
+}
+}  // namespace
+
+// A writer killed between creating statistic.csv and writing to it once left an empty file that
+// readers refused: a new file now appears with its header and first rows at once.
+TEST(StatisticCsv, NewFileAppearsWithHeaderAndRowsAtOnce) {
+  test::TempDir dir;
+  StatisticCsvWriter w({StatCategory::Max});
+  w.append_rows(dir.path(), {row_named("a"), row_named("b")});
+  const std::string text = test::read_file(dir / "statistic.csv");
+  EXPECT_EQ(text.rfind(statistic_csv_header({StatCategory::Max}), 0), 0u);
+  EXPECT_EQ(read_csv(dir / "statistic.csv").rows.size(), 2u);
+  w.append(dir.path(), row_named("c"));
+  w.close_all();
+  EXPECT_EQ(read_csv(dir / "statistic.csv").rows.size(), 3u);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename(), "statistic.csv");  // no temporary file left behind
+}
+
+TEST(StatisticCsv, ExistingFilesAreAppendedToWithOneHeader) {
+  test::TempDir dir;
+  test::write_text(dir / "statistic.csv", "");  // left empty by an older writer that was killed
+  StatisticCsvWriter first({StatCategory::Max});
+  first.append(dir.path(), row_named("a"));
+  first.close_all();
+  StatisticCsvWriter second({StatCategory::Max});  // a later run into the same folder
+  second.append(dir.path(), row_named("b"));
+  second.close_all();
+  const std::string text = test::read_file(dir / "statistic.csv");
+  const std::string header = statistic_csv_header({StatCategory::Max});
+  EXPECT_EQ(text.rfind(header, 0), 0u);
+  EXPECT_EQ(text.find(header, 1), std::string::npos);
+  EXPECT_EQ(read_csv(dir / "statistic.csv").rows.size(), 2u);
 }
 
 TEST(Csv, ParserHandlesQuotesAndRejectsRaggedRows) {

@@ -75,20 +75,20 @@ void StatisticCsvWriter::append_rows(const std::string& dir, const std::vector<S
   std::string text;
   for (const auto& row : rows) text += statistic_csv_row(row, categories_);
   std::lock_guard<std::mutex> lock(f.mutex);
-  if (f.fd < 0) {
-    f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    if (f.fd < 0) throw IoError(f.path, "cannot open", errno);
-    struct stat st;
-    if (::fstat(f.fd, &st) == 0 && st.st_size == 0) {
-      try {
-        append_whole(f.fd, f.path, statistic_csv_header(categories_));
-      } catch (...) {
-        ::close(f.fd);
-        f.fd = -1;
-        throw;
-      }
-    }
+  if (f.fd >= 0) {
+    append_whole(f.fd, f.path, text);
+    return;
   }
+  // A new statistic.csv appears with its header and first rows at once: a writer killed at any
+  // moment leaves no empty or header-less file.
+  const bool created = create_file_whole(f.path, statistic_csv_header(categories_), text);
+  f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (f.fd < 0) throw IoError(f.path, "cannot open", errno);
+  if (created) return;
+  // The file was there already (an earlier run into the same folder): append to it, after a
+  // header if it is empty.
+  struct stat st;
+  if (::fstat(f.fd, &st) == 0 && st.st_size == 0) text.insert(0, statistic_csv_header(categories_));
   append_whole(f.fd, f.path, text);
 }
 

@@ -129,8 +129,10 @@ void AtomicFileWriter::commit() {
   }
 }
 
-void write_file_atomic(const std::string& path, const void* header, size_t header_size, const void* payload,
-                       size_t payload_size) {
+namespace {
+// A complete temporary file beside `path` holding header then payload; its name is returned.
+std::string write_temporary(const std::string& path, const void* header, size_t header_size, const void* payload,
+                            size_t payload_size) {
   const std::string temp = temp_path_for(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
   if (fd < 0) throw IoError(path, "cannot create temporary file", errno);
@@ -140,11 +142,28 @@ void write_file_atomic(const std::string& path, const void* header, size_t heade
     ::unlink(temp.c_str());
     throw IoError(path, "cannot write", err);
   }
+  return temp;
+}
+}  // namespace
+
+void write_file_atomic(const std::string& path, const void* header, size_t header_size, const void* payload,
+                       size_t payload_size) {
+  const std::string temp = write_temporary(path, header, header_size, payload, payload_size);
   if (::rename(temp.c_str(), path.c_str()) != 0) {
-    err = errno;
+    const int err = errno;
     ::unlink(temp.c_str());
     throw IoError(path, "cannot rename temporary file into place", err);
   }
+}
+
+bool create_file_whole(const std::string& path, const std::string& header, const std::string& payload) {
+  const std::string temp = write_temporary(path, header.data(), header.size(), payload.data(), payload.size());
+  // link(), unlike rename(), never replaces a file that appeared meanwhile.
+  const int err = ::link(temp.c_str(), path.c_str()) == 0 ? 0 : errno;
+  ::unlink(temp.c_str());
+  if (err == EEXIST) return false;
+  if (err != 0) throw IoError(path, "cannot link temporary file into place", err);
+  return true;
 }
 
 }  // namespace opdump
