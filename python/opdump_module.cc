@@ -121,7 +121,7 @@ PYBIND11_MODULE(_opdump, m) {
   m.def("register_model", [&rt](const std::string& name) { return rt.register_model(name); });
   m.def("set_rank", [&rt](uint32_t rank, uint32_t device) { rt.set_rank(rank, device); });
   m.def("rank", [&rt] { return rt.rank(); });
-  m.def("push_scope", &opdump::scopes::push);
+  m.def("push_scope", &opdump::scopes::push, py::arg("element"), py::arg("short_element") = "");
   m.def("pop_scope", &opdump::scopes::pop);
   m.def("scope_depth", &opdump::scopes::depth);
   m.def("truncate_scope", &opdump::scopes::truncate);

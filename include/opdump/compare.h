@@ -7,38 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "opdump/dump_index.h"
 #include "opdump/layout.h"
 #include "opdump/stats.h"
 #include "opdump/tensor.h"
 
 namespace opdump {
-
-// ---- one tensor of a dump -------------------------------------------------------------------
-
-struct DumpEntry {
-  std::string op_type;
-  std::string op_name;   // as in the file name (sanitized) or statistic.csv (original)
-  std::string key_name;  // sanitized op name: the matching key
-  std::string group;     // iteration folder (relative path of the folder below the dump root)
-  IoKind io = IoKind::Output;
-  uint32_t slot = 0;
-  uint64_t order = 0;  // execution order within the group (task id, then timestamp)
-  uint64_t timestamp = 0;
-  // Where the values are: an npy file, one tensor of a bin file, or statistics only.
-  enum class Source { Npy, Bin, Statistics } source = Source::Npy;
-  std::string path;
-  uint32_t bin_index = 0;  // inputs first, then outputs
-  DType dtype = DType::Float32;
-  Shape shape;
-  std::optional<TensorStats> stats;  // statistics-only dumps
-  bool has_nonfinite_counts = false;  // statistics with NaN and Inf count columns
-  bool stats_null = false;            // statistics of a tensor without any finite element
-};
-
-// Every tensor of a dump folder (or a single file), sorted by group and execution order.
-std::vector<DumpEntry> index_dump(const std::string& path);
-// The values of an npy or bin entry (throws opdump::Error for statistics-only entries).
-Tensor load_entry(const DumpEntry& e);
 
 // ---- metrics --------------------------------------------------------------------------------
 
@@ -56,7 +30,7 @@ struct TensorMetrics {
   double rmse = 0;
   double kl_divergence = 0;  // NaN unless asked for (a second pass)
   double mean_x = 0, std_x = 0, mean_y = 0, std_y = 0;
-  double one_thousandth_ratio = 0;   // fraction with |x-y| / (|y| + eps) < 0.001
+  double one_thousandth_ratio = 0;   // fraction with |x-y| / |y| < 0.001 (|x-y| / eps of the dtype where y is 0)
   double five_thousandths_ratio = 0;  // ... < 0.005
   double sqnr_db = 0;
   uint64_t nan_inf_same_position = 0;  // elements set to 0 on both sides before the metrics
@@ -93,6 +67,9 @@ struct Thresholds {
 };
 Thresholds load_thresholds(const std::string& json_path);
 
+// What the statistics of a row say (one side, or both, holds statistics only).
+enum StatIndex { kStatMax, kStatMin, kStatAvg, kStatL2Norm, kStatCount };
+
 struct CompareRow {
   size_t index = 0;
   const DumpEntry* target = nullptr;  // nullptr: only in the reference
@@ -100,26 +77,50 @@ struct CompareRow {
   bool aligned = false;  // matched by execution order and op type, not by name
   bool compared = false;
   TensorMetrics metrics;
-  // statistics-only comparison: target minus reference of max, min, avg, l2norm
+  // statistics-only comparison: target minus reference of max, min, avg, l2norm, for those
+  // both sides recorded (stat_compared); the others are "not compared", never 0.
   bool statistics_only = false;
-  double stat_diff[4] = {0, 0, 0, 0};
-  double stat_rel[4] = {0, 0, 0, 0};
+  bool stat_compared[kStatCount] = {false, false, false, false};
+  double stat_diff[kStatCount] = {0, 0, 0, 0};
+  double stat_rel[kStatCount] = {0, 0, 0, 0};
   Verdict verdict = Verdict::NotCompared;
   std::string reason;  // why not compared, or what failed
   // For the worst rows only (the HTML report's histograms): counts of |x - y| per decade,
   // bin 0 = exactly 0, bin k = [1e(k-14), 1e(k-13)) for k = 1..25, bin 26 = larger.
   std::vector<uint64_t> abs_err_histogram;
+
+  const DumpEntry& entry() const { return target ? *target : *reference; }
+  bool failed() const { return verdict == Verdict::Error || verdict == Verdict::Warning; }
 };
 
-struct FirstDivergence {
-  bool found = false;
-  std::string group;
+// One op the first divergence names, or one it reaches.
+struct DivergentOp {
+  uint32_t rank = 0;
+  int64_t iteration = -1;
   std::string op_type;
   std::string op_name;
   bool backward = false;
-  bool inputs_agree = true;  // false: its inputs already differ (the runs parted earlier)
-  size_t row = 0;            // first output row that failed
+  size_t row = 0;  // its first failing output row (the op's first row when it has none)
+};
+
+// The origin of a divergence: the first op (iteration by iteration, forward before backward, on
+// whichever rank) whose output differs while every input produced by an earlier dumped op
+// matches (docs/compare.md).
+struct FirstDivergence {
+  enum class Kind {
+    Output,      // this op's output differs while its inputs from dumped ops match
+    ExtraOp,     // an op only the target ran, whose output feeds the divergence
+    MissingOp,   // an op only the reference ran
+  };
+  bool found = false;
+  Kind kind = Kind::Output;
+  DivergentOp op;
+  bool data_flow = false;    // decided from the execution order's tensor ids (else by order alone)
+  bool inputs_agree = true;  // false: its inputs already differ (the runs parted before the dumped data)
+  std::string cause;         // one sentence: which input or output, and what it is
+  std::string neighbours;    // extra/missing ops: "between A and B"
   std::string source;        // "file.py:line" the op was called from, when the dump recorded it
+  std::vector<DivergentOp> reaches;  // the first failing ops it feeds (data flow), in order
 };
 
 struct CompareOptions {
@@ -134,11 +135,12 @@ struct CompareOptions {
 };
 
 struct CompareResult {
-  std::vector<DumpEntry> target_entries, reference_entries;
+  DumpIndex target, reference;
   std::vector<CompareRow> rows;  // in target execution order; reference-only rows at the end
   FirstDivergence first_divergence;
   size_t passed = 0, warnings = 0, errors = 0, not_compared = 0, unmatched = 0, aligned = 0;
   uint64_t bytes_compared = 0;
+  std::vector<std::string> notes;  // how the sides were paired (ranks, iterations), warnings of the readers
 };
 
 CompareResult compare_dumps(const std::string& target, const std::string& reference, const CompareOptions& options);
@@ -149,7 +151,14 @@ std::string find_source_line(const DumpEntry& entry);
 // Loads a mapping file: one "target_name,reference_name" per line (csv), '#' comments.
 std::vector<std::pair<std::string, std::string>> load_mapping(const std::string& path);
 
+// "conv2d Default/net-Net/conv1-Conv2d/conv2d-op0 (forward, rank 0, iteration 2)"
+std::string divergent_op_text(const DivergentOp& op);
+// The same for the origin, saying what kind of origin it is ("extra op in the target: ...").
+std::string divergence_headline(const FirstDivergence& f);
+
 // Reports.
+// compare_summary.json: counts, the first divergence and what it reaches, notes.
+void write_compare_summary(const CompareResult& result, const std::string& path);
 void write_compare_csv(const CompareResult& result, const std::string& path);
 // rows_per_sheet: 0 = 1,048,500 (a smaller value is for tests).
 void write_compare_xlsx(const CompareResult& result, const std::string& path, uint32_t rows_per_sheet = 0);

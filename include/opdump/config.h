@@ -88,6 +88,9 @@ struct DumpConfig {
   bool dumps_inputs() const { return io != IoSelect::Output; }
   bool dumps_outputs() const { return io != IoSelect::Input; }
   bool device_selected(uint32_t device) const;
+  // An acl.json model dump (dump_list naming models) applies, as in CANN, only to models
+  // registered after it was configured; every other dump and every debug scene sees all models.
+  bool model_dump_needs_reload() const;
 };
 
 // Environment lookup, injectable for tests; the default reads the process environment.

@@ -40,6 +40,7 @@ struct OverflowTensor {
 struct OverflowEvent {
   OpIdentity op;
   std::string model_name;
+  uint32_t rank = 0;
   uint64_t iteration = 0;
   bool inputs_finite = true;  // every input held only finite values (within range)
   std::vector<OverflowTensor> tensors;  // the op's checked inputs and outputs
@@ -57,7 +58,7 @@ class OverflowTracker {
   // Records the op; returns false when the cap was already reached (the op is not dumped but
   // still counts for the root cause).
   bool record(OverflowEvent event);
-  // The first op in execution order (iteration, then task id) whose inputs were finite;
+  // The first op in execution order (iteration, then task id, then rank) whose inputs were finite;
   // when every overflowing op already had overflowing inputs, the first one.
   std::optional<OverflowEvent> root_cause() const;
   std::vector<OverflowEvent> events() const;

@@ -60,10 +60,15 @@ std::string join_path(const std::string& root, std::string_view relative);
 // Creates a folder and its parents with mode 0750. Throws IoError.
 void make_dirs(const std::string& path);
 
-// Keeps file names under the OS limit (255 bytes): a longer name is replaced by a short
-// generated one and `generated,original` is appended to mapping.csv in the same folder before
-// the file is written. Names are derived from a hash of the original plus a counter on
-// collision, so they are stable across runs and unique under any number of threads.
+// A file name shortened to at most max_bytes, the same in every run: its longest '.'-separated
+// field (the op name) becomes its first bytes, '~' and a hash of the whole field, so that the
+// name keeps the fields readers parse ({op_type}.{op name}.{task}...).
+std::string shortened_file_name(const std::string& name, size_t max_bytes);
+
+// Keeps file names under the OS limit (255 bytes): a longer name is replaced by
+// shortened_file_name() and `generated,original` is appended to mapping.csv in the same folder
+// before the file is written (MindSpore's mapping.csv; readers resolve names through it). A
+// counter joins the op name on collision, so names are unique under any number of threads.
 class NameMapper {
  public:
   static constexpr size_t kMaxNameBytes = 255;

@@ -34,10 +34,13 @@ class ModelScope {
   size_t depth_;
 };
 
-// Adds one scope element ("conv1-Conv2d") to op names for the enclosed code.
+// Adds one scope element ("conv1-Conv2d") to op names for the enclosed code; `short_element`
+// ("conv1") stands for it in the names of backward ops.
 class ScopeGuard {
  public:
-  explicit ScopeGuard(const std::string& element) { scopes::push(element); }
+  explicit ScopeGuard(const std::string& element, const std::string& short_element = "") {
+    scopes::push(element, short_element);
+  }
   ~ScopeGuard() { scopes::pop(); }
   ScopeGuard(const ScopeGuard&) = delete;
   ScopeGuard& operator=(const ScopeGuard&) = delete;

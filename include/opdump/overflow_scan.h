@@ -15,16 +15,18 @@ struct OverflowScanOptions {
 };
 
 struct OverflowScan {
-  uint64_t ops = 0;      // ops found in the dump
-  uint64_t tensors = 0;  // tensors checked
-  std::vector<OverflowEvent> events;  // overflowing ops: group order, then task id
+  uint64_t ops = 0;         // ops found in the dump
+  uint64_t tensors = 0;     // tensors checked
+  uint64_t unreadable = 0;  // tensors whose data could not be decoded (skipped, with a warning)
+  std::vector<OverflowEvent> events;  // overflowing ops: iteration, task id, rank
   std::optional<OverflowEvent> root_cause;
-  std::vector<std::string> groups;  // iteration folders in order; OverflowEvent::iteration indexes them
+  std::vector<std::string> warnings;  // from reading the dump, and unreadable tensors
   // statistic.csv files without NaN/Inf count columns: only tensors with no finite element
   // ("null" statistics) can be seen as overflowing there.
   std::vector<std::string> statistics_without_counts;
 };
 
+// Throws opdump::Error when the path holds no dump (or none of its tensors can be read).
 OverflowScan scan_overflow(const std::string& path, const OverflowScanOptions& options = {});
 
 }  // namespace opdump

@@ -107,15 +107,16 @@ def _text(name):
     return str(name).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _scope_hooks(module, element, model_name=None):
+def _scope_hooks(module, element, short_element, model_name=None):
     element = _text(element)
+    short_element = _text(short_element)
     model_name = None if model_name is None else _text(model_name)
 
     def pre(mod, inputs):
         if model_name is not None:
             mod.__opdump_depth = _opdump.scope_depth()
             _opdump.enter_model(model_name)
-        _opdump.push_scope(element)
+        _opdump.push_scope(element, short_element)
 
     def post(mod, inputs, output):
         if model_name is not None:
@@ -133,12 +134,12 @@ def register_model(module, name):
     Returns the module."""
     name = _text(name)
     _opdump.register_model(name)
-    handles = list(_scope_hooks(module, f"{name}-{type(module).__name__}", model_name=name))
+    handles = list(_scope_hooks(module, f"{name}-{type(module).__name__}", name, model_name=name))
     for attr, sub in module.named_modules():
         if sub is module:
             continue
         leaf = attr.rsplit(".", 1)[-1]
-        handles += _scope_hooks(sub, f"{leaf}-{type(sub).__name__}")
+        handles += _scope_hooks(sub, f"{leaf}-{type(sub).__name__}", leaf)
     module.__dict__["_opdump_handles"] = handles
     return module
 

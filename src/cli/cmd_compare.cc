@@ -15,7 +15,7 @@ namespace opdump::cli {
 void add_compare_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("compare",
                                  "Compare two dumps operator by operator and name the first operator where they part");
-  static std::string target, reference, out, mapping, thresholds;
+  static std::string target, reference, out, mapping, thresholds, fail_on;
   static bool kl = false, no_align = false, quiet = false, xlsx = false;
   static uint32_t rows_per_sheet = 0;
   static unsigned threads = 0;
@@ -30,6 +30,9 @@ void add_compare_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--xlsx", xlsx, "Also write compare_result.xlsx (errors red, warnings yellow)");
   cmd->add_option("--rows-per-sheet", rows_per_sheet, "xlsx rows per sheet (default 1048500)");
   cmd->add_flag("-q,--quiet", quiet, "No progress bar");
+  cmd->add_option("--fail-on", fail_on,
+                  "Exit 3 when a row is an error (error) or a warning or error (warning): a gate for CI jobs")
+      ->check(CLI::IsMember({"error", "warning"}));
   cmd->callback([exit_code] {
     CompareOptions o;
     o.metrics.kl_divergence = kl;
@@ -50,22 +53,30 @@ void add_compare_command(CLI::App& app, int* exit_code) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     make_dirs(out);
     write_compare_csv(r, out + "/compare_result.csv");
+    write_compare_summary(r, out + "/compare_summary.json");
     write_compare_html(r, out + "/compare_report.html", "opdump compare: " + target + " vs " + reference);
     if (xlsx) write_compare_xlsx(r, out + "/compare_result.xlsx", rows_per_sheet);
+    for (const auto& note : r.notes) std::fprintf(stderr, "opdump: note: %s\n", note.c_str());
     std::printf("compared %zu tensor pairs (%.1f MB in %.2f s, %.2f GB/s): %zu pass, %zu warning, %zu error, "
                 "%zu not compared; %zu unmatched, %zu matched by execution order\n",
                 r.rows.size() - r.unmatched, r.bytes_compared / 1e6, secs, r.bytes_compared / secs / 1e9, r.passed,
                 r.warnings, r.errors, r.not_compared, r.unmatched, r.aligned);
     const auto& f = r.first_divergence;
     if (f.found) {
-      std::printf("first divergence: %s (%s, %s, group %s)%s\n", f.op_name.c_str(), f.op_type.c_str(),
-                  f.backward ? "backward" : "forward", f.group.c_str(),
-                  f.inputs_agree ? "" : "; its inputs already differ: the runs parted before the dumped data");
+      std::printf("first divergence: %s\n  why: %s\n", divergence_headline(f).c_str(), f.cause.c_str());
       if (!f.source.empty()) std::printf("  called from %s\n", f.source.c_str());
+      for (size_t i = 0; i < f.reaches.size(); ++i)
+        std::printf("  %s %s\n", i ? "       " : "reaches", divergent_op_text(f.reaches[i]).c_str());
     } else {
       std::printf("no divergence found\n");
     }
     std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", out.c_str(), out.c_str());
+    if ((fail_on == "error" && r.errors) || (fail_on == "warning" && (r.errors || r.warnings))) {
+      std::fprintf(stderr, "opdump: compare found %zu error and %zu warning rows (--fail-on %s)\n", r.errors, r.warnings,
+                   fail_on.c_str());
+      *exit_code = kExitFound;
+      return;
+    }
     *exit_code = kExitOk;
   });
 }

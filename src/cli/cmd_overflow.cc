@@ -30,17 +30,19 @@ void add_overflow_command(CLI::App& app, int* exit_code) {
     if (args->no_default_ignores) options.ignore_ops.clear();
     options.ignore_ops.insert(options.ignore_ops.end(), args->ignore.begin(), args->ignore.end());
     const OverflowScan scan = scan_overflow(args->path, options);
+    for (const std::string& w : scan.warnings) fmt::print(stderr, "opdump: warning: {}\n", w);
     fmt::print("{} ops, {} tensors checked; {} overflowing ops\n", scan.ops, scan.tensors, scan.events.size());
     for (const std::string& f : scan.statistics_without_counts)
       fmt::print(stderr,
                  "opdump: warning: {} has no NaN/Inf count columns; only tensors without any finite value are seen\n",
                  f);
     for (const OverflowEvent& e : scan.events)
-      fmt::print("  [{}] task {:>6}  {} ({}){}\n", e.folder.empty() ? "." : e.folder, e.op.task_id, e.op.op_name,
+      fmt::print("  [rank {}, iteration {}] task {:>6}  {} ({}){}\n", e.rank, e.iteration, e.op.task_id, e.op.op_name,
                  e.op.op_type, e.inputs_finite ? "" : "  (inputs already overflowed)");
     if (scan.root_cause)
-      fmt::print("root cause: {} ({}) in {}, task {}\n", scan.root_cause->op.op_name, scan.root_cause->op.op_type,
-                 scan.root_cause->folder.empty() ? "." : scan.root_cause->folder, scan.root_cause->op.task_id);
+      fmt::print("root cause: {} ({}) on rank {}, iteration {}, task {}, in {}\n", scan.root_cause->op.op_name,
+                 scan.root_cause->op.op_type, scan.root_cause->rank, scan.root_cause->iteration,
+                 scan.root_cause->op.task_id, scan.root_cause->folder);
     if (!args->json.empty()) {
       const std::string text = overflow_summary_json(scan.events, scan.root_cause, args->fp16);
       write_file_atomic(args->json, text.data(), text.size(), nullptr, 0);

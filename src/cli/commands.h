@@ -9,6 +9,7 @@ namespace opdump::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // bad input file/config, a failed check, lost data
 inline constexpr int kExitUsage = 2;    // bad command line
+inline constexpr int kExitFound = 3;    // compare --fail-on: rows at or above the level were found
 
 void add_config_command(CLI::App& app, int* exit_code);
 void add_convert_command(CLI::App& app, int* exit_code);

@@ -1,9 +1,10 @@
 // The PyTorch adapter: at::RecordFunction callbacks -> opdump::Dumper.
 //
-// Naming (identical across runs, devices at api level, and backward thread timing):
-//   forward api op:  {module scope}/{op}-op{n}            n counts api ops of this thread and iteration
-//   nested op:       {parent name}/{op}-op{k}             k counts the parent's children
-//   backward op:     Gradients/{forward api op name}/{Node}/{op}-op{k}
+// Naming (identity/op_names.h; identical across runs, devices at api level, threads and
+// unrelated ops):
+//   forward api op:  {module scope}/{op}-op{n}            n counts ops of this type in this scope
+//   nested op:       {api op name}/{op}-op{k}             k counts ops of this type below the api op
+//   backward op:     Gradients/{forward op, short scope}/{Node}/{op}-op{k}
 //                    (the autograd node's sequence number names the forward op that created it)
 #include <ATen/ATen.h>
 #include <ATen/SequenceNumber.h>
@@ -25,6 +26,8 @@
 
 #include "adapter_internal.h"
 #include "host_stats.h"
+#include "identity/op_names.h"
+#include "tensor_ids.h"
 #include "opdump/error.h"
 #include "opdump/log.h"
 #include "opdump/runtime.h"
@@ -257,20 +260,18 @@ struct NodeFrame {
   std::string prefix;  // "Gradients/{forward op}/{Node}"
   std::string model;
   uint64_t model_id = 0;
-  uint64_t children = 0;
+  identity::CallIndex calls;  // the node's ops by type
   int base_depth = 0;
 };
 
 struct ThreadState {
   uint64_t iteration = UINT64_MAX;
-  uint64_t forward_counter = 0;
+  identity::CallIndex calls;  // forward api ops by (scope, type)
   int depth = 0;
   bool busy = false;
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
   StatsCache cache;
-  // Small ids of the tensors seen this iteration, for the execution order and graph files.
-  std::unordered_map<const c10::TensorImpl*, uint64_t> ids;
   // Positions of the arguments each operator writes to (schema alias annotations "(a!)").
   std::unordered_map<std::string, std::vector<uint32_t>> written_args;
 };
@@ -285,8 +286,10 @@ struct OpCtx final : at::ObserverContext {
   bool selected = false;   // dump this op
   bool had_child = false;
   int depth = 0;
-  uint64_t children = 0;
+  OpCtx* top = nullptr;       // the api op (or node op) this op runs inside; itself at the top
+  identity::CallIndex calls;  // ops below this top op, by type
   std::string name;
+  at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
   OpRecord record;
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
@@ -296,6 +299,7 @@ struct OpCtx final : at::ObserverContext {
   std::vector<uint64_t> input_ids;
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
   uint64_t thread_id = 0;
+  std::string short_name;  // forward api ops: the name as backward names embed it
   std::string model;
   uint64_t model_id = 0;
   bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
@@ -303,10 +307,19 @@ struct OpCtx final : at::ObserverContext {
 };
 
 struct ForwardOp {
-  std::string name;
+  std::string short_name;  // the name as backward names embed it ("Default/net/layer1/0/conv1-Conv2d/conv2d-op0")
   std::string model;
   uint64_t model_id;
 };
+
+// Skipped ops whose output copies an input (the slot given): data flow runs through them.
+int copied_input(const std::string& op_type) {
+  static const std::unordered_map<std::string, int> ops = {
+      {"to", 0}, {"_to_copy", 0}, {"contiguous", 0}, {"clone", 0}, {"reshape", 0}, {"flatten", 0},
+      {"type_as", 0}, {"copy_", 1}, {"_reshape_alias", 0}};
+  auto it = ops.find(op_type);
+  return it == ops.end() ? -1 : it->second;
+}
 
 // Ops that compute nothing from data: factories, views and metadata.
 const std::unordered_set<std::string>& no_compute_ops() {
@@ -411,10 +424,11 @@ class Observer final : public RuntimeListener {
       else begin_draining();
     }
     DebugScenes::instance().iteration_end(dumper.get());
+    ids_.prune();
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
     task_counter_.store(0);
-    orphan_nodes_.store(0);
+    orphan_nodes_.clear();
   }
 
   static std::unique_ptr<at::ObserverContext> start_cb(const at::RecordFunction& fn) {
@@ -459,8 +473,7 @@ class Observer final : public RuntimeListener {
     const uint64_t it = Runtime::instance().iteration();
     if (ts.iteration == it) return;
     ts.iteration = it;
-    ts.forward_counter = 0;
-    ts.ids.clear();
+    ts.calls.clear();
     // The cache outlives iterations (parameters are summarized once per update, not twice), but
     // entries of tensors that died are dropped here.
     ts.cache.drop_dead();
@@ -474,17 +487,17 @@ class Observer final : public RuntimeListener {
       ctx->node = true;
       NodeFrame f;
       f.base_depth = ts.depth;
+      std::string node = name;
+      if (const size_t colons = node.rfind("::"); colons != std::string::npos) node = node.substr(colons + 2);
       ForwardOp fwd{"", "", 0};
       {
         std::lock_guard<std::mutex> lock(forward_mutex_);
         auto it = forward_ops_.find({fn.forwardThreadId(), fn.seqNr()});
         if (it != forward_ops_.end()) fwd = it->second;
+        // Nodes without a forward op (AccumulateGrad) are numbered per node type.
+        else f.prefix = identity::orphan_backward_scope(node, orphan_nodes_.next("", node));
       }
-      std::string node = name;
-      if (const size_t colons = node.rfind("::"); colons != std::string::npos) node = node.substr(colons + 2);
-      // Nodes without a forward op (AccumulateGrad) are numbered in execution order.
-      f.prefix = fwd.name.empty() ? "Gradients/" + node + "-" + std::to_string(orphan_nodes_.fetch_add(1))
-                                  : "Gradients/" + fwd.name + "/" + node;
+      if (!fwd.short_name.empty()) f.prefix = identity::backward_scope(fwd.short_name, node);
       f.model = fwd.model;
       f.model_id = fwd.model_id;
       ts.nodes.push_back(std::move(f));
@@ -525,20 +538,30 @@ class Observer final : public RuntimeListener {
       model_id = ts.nodes.back().model_id;
     }
     if (top) {
+      ctx->top = ctx.get();
       if (ts.nodes.empty()) {
-        ctx->name = scope_path() + "/" + op_type + "-op" + std::to_string(ts.forward_counter++);
+        const auto [scope, short_scope] = scope_path();
+        const uint64_t n = ts.calls.next(scope, op_type);
+        ctx->name = identity::op_name(scope, op_type, n);
         // The autograd nodes this op creates (possibly several: linear makes TBackward0 and
         // AddmmBackward0) take the sequence numbers from here to the one current at its end.
-        ctx->seq_start = fn.seqNr();
-        ctx->thread_id = fn.threadId();
+        // (fn.seqNr() is -1 when autocast, not autograd, dispatched the op.)
+        if (at::GradMode::is_enabled()) {
+          ctx->seq_start = static_cast<int64_t>(at::sequence_number::peek());
+          ctx->short_name = identity::op_name(short_scope, op_type, n);
+        }
+        ctx->thread_id = at::RecordFunction::currentThreadId();
         ctx->model = model;
         ctx->model_id = model_id;
       } else {
         NodeFrame& f = ts.nodes.back();
-        ctx->name = f.prefix + "/" + op_type + "-op" + std::to_string(f.children++);
+        ctx->name = identity::op_name(f.prefix, op_type, f.calls.next("", op_type));
       }
+    } else if (parent && parent->top) {
+      ctx->top = parent->top;
+      ctx->name = identity::op_name(ctx->top->name, op_type, ctx->top->calls.next("", op_type));
     } else {
-      ctx->name = parent ? parent->name + "/" + op_type + "-op" + std::to_string(parent->children++) : op_type;
+      ctx->name = op_type;
     }
 
     const DumpConfig& config = dumper->config();
@@ -546,8 +569,13 @@ class Observer final : public RuntimeListener {
     if (!level_ok) return ctx;
     // The watcher checks after in-place writers too (zero_, copy_, fill_ overwrite memory).
     if (config.skip_no_compute_ops && no_compute_ops().count(op_type) &&
-        !(config.scene == Scene::Watcher && !ctx->written.empty()))
+        !(config.scene == Scene::Watcher && !ctx->written.empty())) {
+      const int copied = copied_input(op_type);
+      const auto inputs = fn.inputs();
+      if (copied >= 0 && static_cast<size_t>(copied) < inputs.size() && inputs[copied].isTensor())
+        ctx->alias_from = inputs[copied].toTensor();
       return ctx;
+    }
 
     // Every op of the level is in the execution order, dumped or not.
     ctx->record.id = OpIdentity{op_type, ctx->name, task_counter_.fetch_add(1), 0, now_microseconds()};
@@ -555,8 +583,10 @@ class Observer final : public RuntimeListener {
     ctx->record.model_id = model_id;
     ctx->record.iteration = Runtime::instance().iteration();
     ctx->executed = true;
-    tensor_ids(fn.inputs(), ts, ctx->input_ids);
-    if (!model.empty() && !Runtime::instance().model_enabled(model)) return ctx;
+    ids_.ids(fn.inputs(), ctx->input_ids);
+    // CANN applies an acl model dump to models loaded after it was configured; every other dump
+    // and every debug scene observes every model.
+    if (!model.empty() && config.model_dump_needs_reload() && !Runtime::instance().model_enabled(model)) return ctx;
     if (config.scene != Scene::Normal) {
       ctx->in_scene = true;
       ts.busy = true;
@@ -586,16 +616,22 @@ class Observer final : public RuntimeListener {
     if (ctx->fills) remember_filled(fn, ts);
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
-      std::lock_guard<std::mutex> lock(forward_mutex_);
-      for (int64_t seq = ctx->seq_start; seq < seq_end; ++seq)
-        forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->name, ctx->model, ctx->model_id};
+      if (seq_end > ctx->seq_start) {
+        std::lock_guard<std::mutex> lock(forward_mutex_);
+        for (int64_t seq = ctx->seq_start; seq < seq_end; ++seq)
+          forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->short_name, ctx->model, ctx->model_id};
+      }
+    }
+    if (ctx->alias_from.defined()) {
+      const auto& outs = fn.outputs();
+      if (!outs.empty() && outs[0].isTensor()) ids_.alias(ctx->alias_from, outs[0].toTensor());
     }
     if (!ctx->executed) return;
     std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
     if (!dumper) return;
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
-    tensor_ids(c10::ArrayRef<c10::IValue>(fn.outputs()), ts, output_ids);
+    ids_.ids(fn.outputs(), output_ids);
     std::string source;
     if (dumper->wants_source(ctx->record.model_id)) {
       ts.busy = true;
@@ -633,35 +669,28 @@ class Observer final : public RuntimeListener {
     ts.cache.remember_filled(t, dtype);
   }
 
-  template <typename Values>
-  static void tensor_ids(const Values& values, ThreadState& ts, std::vector<uint64_t>& out) {
-    auto id_of = [&](const at::Tensor& t) {
-      if (!t.defined()) return;
-      auto [it, fresh] = ts.ids.emplace(t.unsafeGetTensorImpl(), ts.ids.size());
-      out.push_back(it->second);
-    };
-    for (const c10::IValue& v : values) {
-      if (v.isTensor()) id_of(v.toTensor());
-      else if (v.isTensorList())
-        for (const at::Tensor& t : v.toTensorVector()) id_of(t);
-    }
-  }
-
-  // The module scope, extended by TorchScript's module hierarchy when a scripted model runs.
-  static std::string scope_path() {
-    std::string path = scopes::path();
+  // The module scope, extended by TorchScript's module hierarchy when a scripted model runs; and
+  // the form backward names embed: containers by attribute alone, the op's own module with its
+  // class ("Default/net/layer1/0/conv1-Conv2d"), so that filters on a module's name still select
+  // its backward ops while deep models stay under the file-name limit.
+  static std::pair<std::string, std::string> scope_path() {
+    std::string path = scopes::path(), brief = scopes::short_path();
+    std::string last = scopes::depth() ? path.substr(path.rfind('/') + 1) : std::string();
+    size_t last_short = scopes::depth() ? brief.size() - brief.rfind('/') - 1 : 0;
     auto hierarchy = torch::jit::currentModuleHierarchy();
     // Entries look like "conv(Conv2d)::forward"; "SELF(...)" is a method of the same module.
     for (size_t i = 1; i < hierarchy.size(); ++i) {  // [0] is the top module: already the model scope
       std::string e = hierarchy[i];
       if (const size_t method = e.find("::"); method != std::string::npos) e.resize(method);
       if (e.rfind("SELF(", 0) == 0) continue;
-      const size_t open = e.find('(');
-      if (open != std::string::npos && e.back() == ')')
-        e = e.substr(0, open) + "-" + e.substr(open + 1, e.size() - open - 2);
-      path += "/" + e;
+      auto [element, short_element] = identity::script_scope_element(e);
+      path += "/" + element;
+      brief += "/" + short_element;
+      last = std::move(element);
+      last_short = short_element.size();
     }
-    return path;
+    if (!last.empty()) brief = brief.substr(0, brief.size() - last_short) + last;
+    return {std::move(path), std::move(brief)};
   }
 
   // `written`: storages the op is about to modify (statistics of what reads them are computed at once).
@@ -768,7 +797,8 @@ class Observer final : public RuntimeListener {
   std::mutex forward_mutex_;
   std::map<std::pair<uint64_t, int64_t>, ForwardOp> forward_ops_;  // (forward thread, sequence nr)
   std::atomic<uint64_t> task_counter_{0};
-  std::atomic<uint64_t> orphan_nodes_{0};
+  identity::CallIndex orphan_nodes_;  // under forward_mutex_
+  TensorIds ids_;
   std::atomic<int> level_{static_cast<int>(ObserveLevel::Api)};
   std::atomic<int> scene_{static_cast<int>(Scene::Normal)};
 };

@@ -164,12 +164,22 @@ def test_planted_bug_is_the_first_divergence(workload, run, tmp_path):
     good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
     bad = workload("small", steps=1, config=ms_config(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
     proc = run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
-    line = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
-    assert "Default_net-Small_bn1-BatchNorm2d_batch_norm-op" in line and "forward" in line, proc.stdout
+    lines = proc.stdout.splitlines()
+    line = [l for l in lines if l.startswith("first divergence")][0]
+    assert line == ("first divergence: batch_norm Default/net-Small/bn1-BatchNorm2d/batch_norm-op0 "
+                    "(forward, rank 0, iteration 0)"), proc.stdout
+    # why: bn1's eps is a setting of the op itself; its input (conv1's output) matches
+    assert lines[lines.index(line) + 1] == ("  why: output 0 differs; every input produced by a dumped op matches (so a "
+                                            "constant, setting or computation of the op itself differs)")
     # the Python line that called it, from the dump's graphs/ file
-    assert "no divergence found" not in proc.stdout
-    called = proc.stdout.splitlines()[proc.stdout.splitlines().index(line) + 1]
+    called = lines[lines.index(line) + 2]
     assert called.strip().startswith("called from ") and "torch_workload.py:" in called
+    summary = json.loads((tmp_path / "out" / "compare_summary.json").read_text())
+    first = summary["first_divergence"]
+    assert (first["op_name"], first["kind"], first["rank"], first["iteration"], first["data_flow"]) == \
+        ("Default/net-Small/bn1-BatchNorm2d/batch_norm-op0", "output", 0, 0, True)
+    # what it reaches through data flow: relu, pool, then fc (each fails)
+    assert [op["op_type"] for op in first["reaches"][:3]] == ["relu_", "max_pool2d", "linear"]
     html = (tmp_path / "out" / "compare_report.html").read_text()
     assert 'id="first-divergence"' in html and "<svg" in html and "torch_workload.py:" in html
 
@@ -236,7 +246,7 @@ def test_fp32_against_bf16_autocast(workload, run, tmp_path):
     assert conv_out["TargetDataType"] == "float32"  # bfloat16 is saved as float32
     assert 0.99 < float(conv_out["CosineSimilarity"]) < 1.0
     first = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
-    assert "conv1-Conv2d_conv2d" in first and "forward" in first
+    assert first == "first divergence: conv2d Default/net-Small/conv1-Conv2d/conv2d-op0 (forward, rank 0, iteration 0)"
 
 
 def test_reports_read_by_pandas_and_openpyxl(workload, run, tmp_path):
@@ -279,7 +289,7 @@ def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "Uncaught" not in dom.stderr and ":CONSOLE" not in dom.stderr, dom.stderr[-2000:]
     assert '<svg id="chart"' in dom.stdout and 'id="first-divergence"' in dom.stdout
-    assert "bn1-BatchNorm2d_batch_norm" in dom.stdout
+    assert "bn1-BatchNorm2d/batch_norm" in dom.stdout
     shot = subprocess.run(flags + ["--window-size=1200,900", f"--screenshot={tmp_path / 'report.png'}", page],
                           capture_output=True, text=True, timeout=120)
     assert shot.returncode == 0

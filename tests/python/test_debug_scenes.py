@@ -119,7 +119,7 @@ def test_offline_scan_of_a_full_dump_names_the_same_op(scene, run, tmp_path):
     out, _ = scene("overflow", cfg)
     result = tmp_path / "scan.json"
     proc = run("overflow", out["root"], "--json", result, check=0)
-    assert "root cause: Default_net-PlantedOverflow_exp-op" in proc.stdout
+    assert "root cause: Default/net-PlantedOverflow/exp-op0 (exp) on rank 0" in proc.stdout
     scan = json.load(open(result))
     assert scan["root_cause"]["op_type"] == "exp"
     types = [e["op_type"] for e in scan["ops"]]

@@ -72,4 +72,4 @@ def test_find_overflow_example_names_exp_online_and_offline(run, tmp_path):
     assert "root cause: Default/exp-op" in proc.stdout and "loss: nan" in proc.stdout
     root = glob.glob(str(tmp_path / "o" / "*" / "0"))[0]
     offline = run("overflow", root, check=0)
-    assert "root cause: Default_exp-op" in offline.stdout
+    assert "root cause: Default/exp-op0 (exp) on rank 0" in offline.stdout

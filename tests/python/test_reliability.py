@@ -65,27 +65,27 @@ def test_disk_full_training_goes_on_with_the_same_loss(workload, small_tmpfs, tm
 
 
 def test_kill_9_leaves_only_complete_files(tmp_path, run):
-    cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps(ms_config(tmp_path / "d", saved_data="full")))
-    code = ("import torch, opdump, sys\n"
-            f"opdump.set_dump({str(cfg)!r})\n"
-            "m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),"
-            " torch.nn.Linear(256, 256)), 'net')\n"
-            "x = torch.randn(64, 256)\n"
-            "print('ready', flush=True)\n"
-            "while True:\n  m(x).sum().backward(); opdump.step()\n")
-    for delay in (0.3, 0.9, 1.7):
+    for run_index, delay in enumerate((0.3, 0.9, 1.7)):
+        dump = tmp_path / f"d{run_index}"  # one dump path per run: several runs in one path are refused
+        cfg = tmp_path / "c.json"
+        cfg.write_text(json.dumps(ms_config(dump, saved_data="full")))
+        code = ("import torch, opdump, sys\n"
+                f"opdump.set_dump({str(cfg)!r})\n"
+                "m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),"
+                " torch.nn.Linear(256, 256)), 'net')\n"
+                "x = torch.randn(64, 256)\n"
+                "print('ready', flush=True)\n"
+                "while True:\n  m(x).sum().backward(); opdump.step()\n")
         proc = subprocess.Popen([PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=ENV)
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-    assert check_complete(tmp_path / "d")
-    # opdump's own readers take the killed dump as it is
-    root = glob.glob(str(tmp_path / "d" / "rank_0"))[0]
-    proc = run("overflow", root, check=0)
-    assert "0 overflowing ops" in proc.stdout
+        assert check_complete(dump)
+        # opdump's own readers take the killed dump as it is
+        proc = run("overflow", dump / "rank_0", check=0)
+        assert "0 overflowing ops" in proc.stdout
 
 
 def test_unwritable_or_missing_dump_path_is_an_error_at_set_dump(tmp_path):

@@ -27,18 +27,20 @@ def iteration_folder(root, it, graph=0):
 def test_forward_and_backward_names(workload, tmp_path):
     r = workload("small", steps=2, config=ms_config(tmp_path / "d", iteration="1"))
     folder = iteration_folder(r["report"]["root"], 1)
-    keys = dr.tensors(folder)
-    names = {k[1] for k in keys}
-    assert "Default_net-Small_conv1-Conv2d_conv2d-op1" in names or any("conv1-Conv2d_conv2d-op" in n for n in names)
-    forward = {n for n in names if n.startswith("Default_net-Small")}
-    backward = {n for n in names if n.startswith("Gradients_")}
-    assert forward and backward
-    # every backward op of a module op is named after a forward op that was dumped
-    conv_bwd = [n for n in backward if "ConvolutionBackward0" in n]
-    assert conv_bwd
-    for n in conv_bwd:
-        fwd = n[len("Gradients_"):n.index("_ConvolutionBackward0")]
-        assert fwd in forward, (n, fwd)
+    names = {k[1] for k in dr.tensors(folder)}
+    # forward: module path with classes, op type, call index of that type in that module
+    assert {"Default_net-Small_conv1-Conv2d_conv2d-op0", "Default_net-Small_bn1-BatchNorm2d_batch_norm-op0",
+            "Default_net-Small_relu-ReLU_relu_-op0", "Default_net-Small_fc-Linear_linear-op0"} <= names, names
+    # backward: "Gradients/" + the forward op with its containers by attribute alone + node + op
+    assert {"Gradients_Default_net_conv1-Conv2d_conv2d-op0_ConvolutionBackward0_convolution_backward-op0",
+            "Gradients_Default_net_bn1-BatchNorm2d_batch_norm-op0_NativeBatchNormBackward0_native_batch_norm_backward-op0",
+            "Gradients_Default_net_fc-Linear_linear-op0_AddmmBackward0_mm-op0",
+            "Gradients_Default_net_fc-Linear_linear-op0_AddmmBackward0_mm-op1"} <= names, names
+    # every backward op of a node is named after a forward op that was dumped
+    prefixes = {"Gradients_" + n.replace("Default_net-Small_", "Default_net_") + "_"
+                for n in names if n.startswith("Default_")}
+    backward = [n for n in names if n.startswith("Gradients_") and "Backward0" in n]
+    assert backward and all(any(n.startswith(p) for p in prefixes) for n in backward), backward
     # only iteration 1 was dumped
     assert sorted(os.listdir(os.path.join(r["report"]["root"], "net", "0"))) == ["1"]
 

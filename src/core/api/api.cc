@@ -15,7 +15,7 @@ uint64_t register_model(const std::string& name) { return Runtime::instance().re
 ModelScope::ModelScope(const std::string& name, const std::string& class_name) : depth_(scopes::depth()) {
   Runtime::instance().register_model(name);
   scopes::enter_model(name);
-  scopes::push(class_name.empty() ? name : name + "-" + class_name);
+  scopes::push(class_name.empty() ? name : name + "-" + class_name, name);
 }
 
 ModelScope::~ModelScope() {

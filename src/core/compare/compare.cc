@@ -1,22 +1,20 @@
-// compare_dumps: index both dumps, match their tensors (by name, then by execution order and
-// op type), compute the metrics in parallel, give verdicts, find the first divergence.
-#include <re2/re2.h>
+// compare_dumps: index both dumps, pair their tensors (matching.h), compute the metrics in
+// parallel, give verdicts, find the first divergence (origin.h).
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "opdump/ascend_bin.h"
+#include "matching.h"
 #include "opdump/compare.h"
 #include "opdump/error.h"
-#include "opdump/npy.h"
 #include "opdump/statistic_csv.h"
+#include "origin.h"
 
 namespace opdump {
 
@@ -78,105 +76,7 @@ std::vector<std::pair<std::string, std::string>> load_mapping(const std::string&
   return out;
 }
 
-Tensor load_entry(const DumpEntry& e) {
-  if (e.source == DumpEntry::Source::Statistics) throw Error(e.path + ": " + e.op_name + " has statistics only, no values");
-  if (e.source == DumpEntry::Source::Npy) return read_npy(e.path, /*populate=*/true);
-  BinDump d = read_ascend_bin(e.path);
-  const size_t ni = d.inputs.size();
-  return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);
-}
-
 namespace {
-
-using Key = std::tuple<std::string, std::string, int, uint32_t>;  // group, name, io, slot
-
-Key key_of(const DumpEntry& e, const std::string& name) { return {e.group, name, int(e.io), e.slot}; }
-
-// Target name -> reference name, per the mapping rules (exact names or name-regex(...)).
-class NameMapping {
- public:
-  explicit NameMapping(const std::vector<std::pair<std::string, std::string>>& rules) {
-    for (const auto& [from, to] : rules) {
-      const std::string prefix = "name-regex(";
-      if (from.rfind(prefix, 0) == 0 && from.back() == ')') {
-        auto re = std::make_unique<RE2>(from.substr(prefix.size(), from.size() - prefix.size() - 1));
-        if (!re->ok()) throw ConfigError("mapping", "\"" + from + "\" is not a valid regular expression: " + re->error());
-        regex_.emplace_back(std::move(re), to);
-      } else {
-        exact_[sanitize_name(from)] = sanitize_name(to);
-      }
-    }
-  }
-  std::string map(const std::string& name) const {
-    if (auto it = exact_.find(name); it != exact_.end()) return it->second;
-    for (const auto& [re, rewrite] : regex_) {
-      std::string out;
-      if (RE2::FullMatch(name, *re) && RE2::Extract(name, *re, rewrite, &out)) return out;
-    }
-    return name;
-  }
-
- private:
-  std::map<std::string, std::string> exact_;
-  std::vector<std::pair<std::unique_ptr<RE2>, std::string>> regex_;
-};
-
-// The op type used for alignment: backend prefixes and suffixes removed, so that the kernels one
-// device runs line up with another's (mkldnn_convolution / cudnn_convolution -> convolution).
-std::string alignment_type(const std::string& type) {
-  static const char* prefixes[] = {"mkldnn_", "cudnn_", "miopen_", "_nnpack_", "thnn_", "slow_", "_slow_", "npu_", "xpu_", "_mps_"};
-  static const char* suffixes[] = {"_cpu", "_cuda", "_npu", "_mkldnn", "_cudnn"};
-  std::string t = type;
-  for (const char* p : prefixes)
-    if (t.rfind(p, 0) == 0) t = t.substr(std::strlen(p));
-  for (const char* x : suffixes) {
-    const size_t n = std::strlen(x);
-    if (t.size() > n && t.compare(t.size() - n, n, x) == 0) t.resize(t.size() - n);
-  }
-  return t;
-}
-
-// Ops of one group in execution order: (name, type) of entries not matched by name.
-struct OpSeq {
-  std::vector<std::string> names, types;
-};
-
-// Longest common subsequence of op types; returns index pairs. Falls back to a greedy in-order
-// match when the table would be too large.
-std::vector<std::pair<size_t, size_t>> align(const OpSeq& a, const OpSeq& b) {
-  const size_t n = a.names.size(), m = b.names.size();
-  std::vector<std::pair<size_t, size_t>> out;
-  if (n == 0 || m == 0) return out;
-  if (n * m > 50'000'000) {
-    size_t j = 0;
-    for (size_t i = 0; i < n && j < m; ++i) {
-      size_t k = j;
-      while (k < m && b.types[k] != a.types[i]) ++k;
-      if (k < m) {
-        out.emplace_back(i, k);
-        j = k + 1;
-      }
-    }
-    return out;
-  }
-  std::vector<uint32_t> dp((n + 1) * (m + 1), 0);
-  auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
-  for (size_t i = n; i-- > 0;)
-    for (size_t j = m; j-- > 0;)
-      at(i, j) = a.types[i] == b.types[j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
-  for (size_t i = 0, j = 0; i < n && j < m;) {
-    if (a.types[i] == b.types[j]) {
-      out.emplace_back(i, j);
-      ++i;
-      ++j;
-    } else if (at(i + 1, j) >= at(i, j + 1)) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return out;
-}
 
 std::vector<uint64_t> abs_error_histogram(const Tensor& x, const Tensor& y) {
   std::vector<uint64_t> bins(27, 0);
@@ -205,9 +105,11 @@ void judge(CompareRow& r, const Thresholds& t) {
     if (r.verdict != Verdict::Error) r.verdict = Verdict::NotCompared;
     return;
   }
+  if (r.verdict == Verdict::Error) return;  // decided while comparing (NaN/Inf counts)
   if (r.statistics_only) {
     double worst = 0;
-    for (double v : r.stat_rel) worst = std::max(worst, std::isnan(v) ? INFINITY : std::fabs(v));
+    for (int i = 0; i < kStatCount; ++i)
+      if (r.stat_compared[i]) worst = std::max(worst, std::isnan(r.stat_rel[i]) ? INFINITY : std::fabs(r.stat_rel[i]));
     r.verdict = worst > t.stats_error_rel ? Verdict::Error : worst > t.stats_warning_rel ? Verdict::Warning : Verdict::Pass;
     return;
   }
@@ -226,27 +128,69 @@ void judge(CompareRow& r, const Thresholds& t) {
 }
 
 // Statistics of an entry: as dumped, or computed from its tensor.
-TensorStats stats_of(const DumpEntry& e) {
+RecordedStats stats_of(const DumpEntry& e) {
   if (e.stats) return *e.stats;
-  return compute_stats(load_entry(e).view());
+  return RecordedStats::of(compute_stats(load_entry(e).view()));
 }
 
-// Statistics-only comparison (one side, or both, has no tensor data): max, min, avg, l2norm.
+std::string counts_text(const RecordedStats& s) {
+  return std::to_string(*s.nan) + " NaN, " + std::to_string(*s.pos_inf) + " +Inf, " + std::to_string(*s.neg_inf) + " -Inf";
+}
+
+// Statistics comparison (one side, or both, has no tensor data): the statistics both sides
+// recorded, never one a side lacks.
 void compare_statistics(CompareRow& r) {
-  const TensorStats a = stats_of(*r.target), b = stats_of(*r.reference);
-  const double av[4] = {a.max, a.min, a.avg(), a.l2norm()};
-  const double bv[4] = {b.max, b.min, b.avg(), b.l2norm()};
-  for (int i = 0; i < 4; ++i) {
-    r.stat_diff[i] = av[i] - bv[i];
-    r.stat_rel[i] = bv[i] == 0 ? (av[i] == 0 ? 0.0 : INFINITY) : (av[i] - bv[i]) / std::fabs(bv[i]);
-  }
+  const RecordedStats a = stats_of(*r.target), b = stats_of(*r.reference);
   r.statistics_only = true;
-  r.compared = true;
+  if (r.target->shape_known && r.reference->shape_known && r.target->shape != r.reference->shape) {
+    r.verdict = Verdict::Error;
+    r.reason = "shape mismatch: " + shape_to_string(r.target->shape) + " vs " + shape_to_string(r.reference->shape);
+    return;
+  }
+  bool counts = false;
+  if (a.has_nonfinite_counts() && b.has_nonfinite_counts()) {
+    counts = true;
+    if (*a.nan != *b.nan || *a.pos_inf != *b.pos_inf || *a.neg_inf != *b.neg_inf) {
+      r.compared = true;
+      r.verdict = Verdict::Error;
+      r.reason = "NaN/Inf counts differ: " + counts_text(a) + " vs " + counts_text(b);
+    }
+  }
+  if (a.no_finite != b.no_finite) {
+    r.compared = true;
+    r.verdict = Verdict::Error;
+    r.reason = std::string(a.no_finite ? "the target" : "the reference") + " has no finite value, the other side has";
+  }
+  // Differences are relative to the reference value, or to its root mean square when that is
+  // larger: a mean near zero (gradients) would otherwise turn noise into huge relative errors.
+  double rms = 0;
+  if (b.l2norm && b.count && *b.count > 0) rms = *b.l2norm / std::sqrt(static_cast<double>(*b.count));
+  const std::optional<double>* av[kStatCount] = {&a.max, &a.min, &a.avg, &a.l2norm};
+  const std::optional<double>* bv[kStatCount] = {&b.max, &b.min, &b.avg, &b.l2norm};
+  bool any = false;
+  for (int i = 0; i < kStatCount; ++i) {
+    if (!*av[i] || !*bv[i]) continue;
+    const double x = **av[i], y = **bv[i];
+    const double scale = i == kStatL2Norm ? std::fabs(y) : std::max(std::fabs(y), rms);
+    r.stat_compared[i] = true;
+    r.stat_diff[i] = x - y;
+    r.stat_rel[i] = x == y ? 0.0 : scale == 0 ? INFINITY : (x - y) / scale;
+    any = true;
+  }
+  if (any || counts) {
+    r.compared = true;
+    return;
+  }
+  if (r.verdict != Verdict::Error) r.reason = "no statistic recorded on both sides (max, min, avg, l2norm)";
 }
 
 void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint64_t>& bytes) {
   const DumpEntry& t = *r.target;
   const DumpEntry& ref = *r.reference;
+  if (!t.unreadable.empty() || !ref.unreadable.empty()) {
+    r.reason = !t.unreadable.empty() ? "target: " + t.unreadable : "reference: " + ref.unreadable;
+    return;
+  }
   if (t.source == DumpEntry::Source::Statistics || ref.source == DumpEntry::Source::Statistics) {
     compare_statistics(r);
     return;
@@ -256,7 +200,14 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
     r.reason = "shape mismatch: " + shape_to_string(t.shape) + " vs " + shape_to_string(ref.shape);
     return;
   }
-  Tensor x = load_entry(t), y = load_entry(ref);
+  Tensor x, y;
+  try {
+    x = load_entry(t);
+    y = load_entry(ref);
+  } catch (const Error& e) {
+    r.reason = e.what();  // unreadable data: not compared, the rest goes on
+    return;
+  }
   if (x.numel() == 0) {
     r.reason = "empty tensor";
     return;
@@ -280,79 +231,45 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
     r.reason = "dtype " + std::string(dtype_name(x.dtype)) + " vs " + std::string(dtype_name(y.dtype)) + " (compared in float64)";
 }
 
+bool is_folder(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 }  // namespace
 
 CompareResult compare_dumps(const std::string& target, const std::string& reference, const CompareOptions& options) {
+  if (is_folder(target) != is_folder(reference))
+    throw Error(is_folder(target) ? target + " is a folder and " + reference + " a file: compare two files or two folders"
+                                  : target + " is a file and " + reference + " a folder: compare two files or two folders");
   CompareResult result;
-  result.target_entries = index_dump(target);
-  result.reference_entries = index_dump(reference);
-  const auto& T = result.target_entries;
-  const auto& R = result.reference_entries;
-  if (T.empty()) throw Error(target + ": no npy, bin or statistic.csv files to compare");
-  if (R.empty()) throw Error(reference + ": no npy, bin or statistic.csv files to compare");
-  NameMapping mapping(options.mapping);
+  result.target = index_dump(target);
+  result.reference = index_dump(reference);
+  const auto& T = result.target.entries;
+  const auto& R = result.reference.entries;
+  if (T.empty()) throw Error(target + ": no npy, bin or statistic.csv files to compare (is it a dump?)");
+  if (R.empty()) throw Error(reference + ": no npy, bin or statistic.csv files to compare (is it a dump?)");
+  for (const auto& w : result.target.warnings) result.notes.push_back("target: " + w);
+  for (const auto& w : result.reference.warnings) result.notes.push_back("reference: " + w);
 
-  std::vector<int64_t> match_t(T.size(), -1), match_r(R.size(), -1);
-  std::vector<bool> aligned_t(T.size(), false);
-  if (T.size() == 1 && R.size() == 1) {  // two single files: compare them whatever their names
-    match_t[0] = 0;
-    match_r[0] = 0;
-  } else {
-    std::map<Key, size_t> by_key;
-    for (size_t j = 0; j < R.size(); ++j) by_key.emplace(key_of(R[j], R[j].key_name), j);
-    for (size_t i = 0; i < T.size(); ++i) {
-      auto it = by_key.find(key_of(T[i], mapping.map(T[i].key_name)));
-      if (it != by_key.end() && match_r[it->second] < 0) {
-        match_t[i] = static_cast<int64_t>(it->second);
-        match_r[it->second] = static_cast<int64_t>(i);
-      }
-    }
-    if (options.align_unmatched) {
-      // Per group: the ops left unmatched on both sides, aligned by execution order and type.
-      std::map<std::string, std::pair<OpSeq, OpSeq>> groups;
-      std::map<std::pair<std::string, std::string>, std::vector<size_t>> t_tensors, r_tensors;
-      auto collect = [&](const std::vector<DumpEntry>& entries, const std::vector<int64_t>& match, bool target,
-                         std::map<std::pair<std::string, std::string>, std::vector<size_t>>& tensors) {
-        for (size_t i = 0; i < entries.size(); ++i) {
-          if (match[i] >= 0) continue;
-          auto& v = tensors[{entries[i].group, entries[i].key_name}];
-          if (v.empty()) {
-            OpSeq& seq = target ? groups[entries[i].group].first : groups[entries[i].group].second;
-            seq.names.push_back(entries[i].key_name);
-            seq.types.push_back(alignment_type(entries[i].op_type));
-          }
-          v.push_back(i);
-        }
-      };
-      collect(T, match_t, true, t_tensors);
-      collect(R, match_r, false, r_tensors);
-      for (auto& [group, seqs] : groups) {
-        for (auto [a, b] : align(seqs.first, seqs.second)) {
-          const auto& ti = t_tensors[{group, seqs.first.names[a]}];
-          const auto& rj = r_tensors[{group, seqs.second.names[b]}];
-          for (size_t i : ti)
-            for (size_t j : rj)
-              if (match_r[j] < 0 && T[i].io == R[j].io && T[i].slot == R[j].slot) {
-                match_t[i] = static_cast<int64_t>(j);
-                match_r[j] = static_cast<int64_t>(i);
-                aligned_t[i] = true;
-                break;
-              }
-        }
-      }
-    }
-  }
+  detail::Pairing pairing = detail::pair_entries(result.target, result.reference, options);
+  result.notes.insert(result.notes.end(), pairing.notes.begin(), pairing.notes.end());
+  if (std::none_of(pairing.target_to_reference.begin(), pairing.target_to_reference.end(), [](int64_t j) { return j >= 0; }))
+    throw Error("no tensor of " + target + " has a partner in " + reference +
+                " (by rank, iteration and op name, nor by execution order and op type): are they dumps of the same "
+                "model? Names that differ can be mapped with --mapping");
 
   for (size_t i = 0; i < T.size(); ++i) {
     CompareRow r;
     r.target = &T[i];
-    r.reference = match_t[i] >= 0 ? &R[static_cast<size_t>(match_t[i])] : nullptr;
-    r.aligned = aligned_t[i];
+    const int64_t j = pairing.target_to_reference[i];
+    r.reference = j >= 0 ? &R[static_cast<size_t>(j)] : nullptr;
+    r.aligned = pairing.aligned[i];
     if (!r.reference) r.reason = "no matching tensor in the reference";
     result.rows.push_back(r);
   }
   for (size_t j = 0; j < R.size(); ++j)
-    if (match_r[j] < 0) {
+    if (pairing.reference_to_target[j] < 0) {
       CompareRow r;
       r.reference = &R[j];
       r.reason = "no matching tensor in the target";
@@ -422,40 +339,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     }
   }
 
-  // First divergence: the earliest op (target execution order) whose compared inputs all pass
-  // and one of whose outputs does not (warning or error). When every failing op already has a
-  // failing input (the runs parted before the dumped iterations), the earliest failing op.
-  for (bool require_inputs : {true, false}) {
-    size_t i = 0;
-    while (i < result.rows.size() && !result.first_divergence.found) {
-      const CompareRow& head = result.rows[i];
-      if (!head.target) break;
-      size_t j = i;
-      bool inputs_ok = true;
-      int failing_output = -1;
-      while (j < result.rows.size() && result.rows[j].target && result.rows[j].target->group == head.target->group &&
-             result.rows[j].target->key_name == head.target->key_name) {
-        const CompareRow& r = result.rows[j];
-        const bool failed = r.verdict == Verdict::Error || r.verdict == Verdict::Warning;
-        if (r.target->io == IoKind::Input && failed) inputs_ok = false;
-        if (r.target->io == IoKind::Output && failed && failing_output < 0) failing_output = static_cast<int>(j);
-        ++j;
-      }
-      if ((inputs_ok || !require_inputs) && failing_output >= 0) {
-        auto& f = result.first_divergence;
-        f.found = true;
-        f.inputs_agree = inputs_ok;
-        f.group = head.target->group;
-        f.op_type = head.target->op_type;
-        f.op_name = head.target->op_name;
-        f.backward = head.target->key_name.rfind("Gradients", 0) == 0;
-        f.row = static_cast<size_t>(failing_output);
-        f.source = find_source_line(*head.target);
-      }
-      i = j;
-    }
-    if (result.first_divergence.found) break;
-  }
+  detail::find_first_divergence(result);
   return result;
 }
 

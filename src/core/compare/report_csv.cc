@@ -13,7 +13,7 @@ namespace {
 std::string num(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.6g}", v);
+  return fmt::format("{:.10g}", v);  // tells a cosine of 0.9999995 from 1
 }
 
 std::string tensor_index(const DumpEntry* e) {
@@ -25,14 +25,16 @@ std::string tensor_index(const DumpEntry* e) {
 void write_compare_csv(const CompareResult& result, const std::string& path) {
   AtomicFileWriter out(path);
   out.write(
-      "Index,Group,OpSequence,OpType,Target,TargetDataType,Reference,ReferenceDataType,TensorIndex,Shape,Match,"
+      "Index,Rank,Iteration,OpSequence,OpType,Target,TargetDataType,Reference,ReferenceDataType,TensorIndex,Shape,Match,"
       "CosineSimilarity,MaxAbsoluteError,MaxRelativeError,MeanRelativeError,AccumulatedRelativeError,"
       "RelativeEuclideanDistance,EuclideanDistance,MeanAbsoluteError,RootMeanSquareError,KullbackLeiblerDivergence,"
       "StandardDeviation,OneThousandthErrRatio,FiveThousandthsErrRatio,SQNR,"
       "MaxDiff,MinDiff,AvgDiff,L2NormDiff,MaxRelDiff,MinRelDiff,AvgRelDiff,L2NormRelDiff,Result,CompareFailReason\n");
   for (const CompareRow& r : result.rows) {
     const DumpEntry* e = r.target ? r.target : r.reference;
-    std::string line = std::to_string(r.index) + "," + csv_escape(e->group) + "," + std::to_string(e->order) + "," +
+    std::string line = std::to_string(r.index) + "," + std::to_string(e->rank()) + "," +
+                       (e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string()) + "," +
+                       std::to_string(e->order) + "," +
                        csv_escape(e->op_type) + "," + csv_escape(r.target ? r.target->op_name : "") + "," +
                        (r.target ? std::string(dtype_name(r.target->dtype)) : "") + "," +
                        csv_escape(r.reference ? r.reference->op_name : "") + "," +
@@ -48,8 +50,8 @@ void write_compare_csv(const CompareResult& result, const std::string& path) {
               num(m.five_thousandths_ratio) + "," + num(m.sqnr_db) + ",,,,,,,,";
     } else if (r.compared) {
       line += ",,,,,,,,,,,,,,";
-      for (double d : r.stat_diff) line += "," + num(d);
-      for (double d : r.stat_rel) line += "," + num(d);
+      for (int i = 0; i < kStatCount; ++i) line += "," + (r.stat_compared[i] ? num(r.stat_diff[i]) : std::string());
+      for (int i = 0; i < kStatCount; ++i) line += "," + (r.stat_compared[i] ? num(r.stat_rel[i]) : std::string());
     } else {
       line += std::string(22, ',');
     }

@@ -36,7 +36,8 @@ double row_error(const CompareRow& r) {
   if (!r.compared) return NAN;
   if (r.statistics_only) {
     double w = 0;
-    for (double v : r.stat_rel) w = std::max(w, std::fabs(v));
+    for (int i = 0; i < kStatCount; ++i)
+      if (r.stat_compared[i]) w = std::max(w, std::fabs(r.stat_rel[i]));
     return w;
   }
   return r.metrics.rel_euclidean;
@@ -71,7 +72,7 @@ std::string chart(const CompareResult& result) {
                        y_of(std::max(e, 1e-12)), r.verdict == Verdict::Error ? "#d62728" : "#e6a700");
   }
   if (result.first_divergence.found) {
-    const double x = x_of(result.first_divergence.row);
+    const double x = x_of(result.first_divergence.op.row);
     svg += fmt::format("<line id=\"first-divergence\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" "
                        "stroke=\"#d62728\" stroke-dasharray=\"4 3\"/><text x=\"{3:.1f}\" y=\"{4}\" font-size=\"12\" "
                        "fill=\"#d62728\">first divergence</text>",
@@ -116,6 +117,7 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
                      "</title><style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse;"
                      "font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}th{cursor:pointer;background:#f3f3f3}"
                      "tr.error td{background:#fbdada}tr.warning td{background:#fff3c4}.num{text-align:right}"
+                     "#first-row td{outline:2px solid #d62728}#first{border-left:4px solid #d62728;padding-left:8px}"
                      "</style></head><body>";
   html += "<h1>" + escape(title) + "</h1>";
   html += fmt::format("<p id=\"summary\">{} rows: {} pass, {} warning, {} error, {} not compared; {} unmatched, {} "
@@ -123,12 +125,20 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
                       result.rows.size(), result.passed, result.warnings, result.errors, result.not_compared,
                       result.unmatched, result.aligned);
   const auto& f = result.first_divergence;
-  html += f.found ? "<p id=\"first\"><b>First divergence</b>: " + escape(f.op_name) + " (" + escape(f.op_type) + ", " +
-                        (f.backward ? "backward" : "forward") + ", group " + escape(f.group) + ", row " +
-                        std::to_string(f.row) + ")" +
-                        (f.inputs_agree ? "" : "; its inputs already differ: the runs parted before the dumped data") +
-                        (f.source.empty() ? "" : "; called from <code>" + escape(f.source) + "</code>") + "</p>"
-                  : "<p id=\"first\">No divergence found.</p>";
+  if (f.found) {
+    html += "<div id=\"first\"><p><b>First divergence</b>: " + escape(divergence_headline(f)) + "</p><p>" +
+            escape(f.cause) + "</p>";
+    if (!f.source.empty()) html += "<p>called from <code>" + escape(f.source) + "</code></p>";
+    if (!f.reaches.empty()) {
+      html += "<p>it reaches:</p><ol>";
+      for (const auto& op : f.reaches) html += "<li>" + escape(divergent_op_text(op)) + "</li>";
+      html += "</ol>";
+    }
+    html += "</div>";
+  } else {
+    html += "<p id=\"first\">No divergence found.</p>";
+  }
+  for (const auto& note : result.notes) html += "<p class=\"note\">" + escape(note) + "</p>";
   html += chart(result);
   html += histograms(result);
   html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";
@@ -139,10 +149,12 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
     const DumpEntry* e = r.target ? r.target : r.reference;
     const bool m = r.compared && !r.statistics_only;
     html += fmt::format(
-        "<tr class=\"{}\"><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}.{}</td>"
+        "<tr class=\"{}\"{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}.{}</td>"
         "<td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
-        to_string(r.verdict), r.index, escape(e->group), escape(e->op_type), escape(r.target ? r.target->op_name : ""),
+        to_string(r.verdict), f.found && f.op.row == r.index ? " id=\"first-row\"" : "", r.index, e->rank(),
+        e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string(), escape(e->op_type), escape(r.target ? r.target->op_name : ""),
         escape(r.reference ? r.reference->op_name : ""), to_string(e->io), e->slot, shape_to_string(e->shape),
         !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name",
         m ? num(r.metrics.cosine) : "", m ? num(r.metrics.max_abs_err) : "", m ? num(r.metrics.max_rel_err) : "",

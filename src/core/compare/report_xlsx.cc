@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint32_t kRowsPerSheet = 1048500;
 
-const char* kColumns[] = {"Index", "Group", "OpSequence", "OpType", "Target", "TargetDataType", "Reference",
+const char* kColumns[] = {"Index", "Rank", "Iteration", "OpSequence", "OpType", "Target", "TargetDataType", "Reference",
                           "ReferenceDataType", "TensorIndex", "Shape", "Match", "CosineSimilarity", "MaxAbsoluteError",
                           "MaxRelativeError", "MeanRelativeError", "AccumulatedRelativeError",
                           "RelativeEuclideanDistance", "EuclideanDistance", "MeanAbsoluteError", "RootMeanSquareError",
@@ -52,7 +52,9 @@ void write_compare_xlsx(const CompareResult& result, const std::string& path, ui
     const std::string io = std::string(to_string(e->io)) + "." + std::to_string(e->slot);
     uint16_t c = 0;
     worksheet_write_number(ws, row, c++, static_cast<double>(r.index), f);
-    worksheet_write_string(ws, row, c++, e->group.c_str(), f);
+    worksheet_write_number(ws, row, c++, static_cast<double>(e->rank()), f);
+    if (e->iteration() >= 0) worksheet_write_number(ws, row, c++, static_cast<double>(e->iteration()), f);
+    else worksheet_write_string(ws, row, c++, "", f);
     worksheet_write_number(ws, row, c++, static_cast<double>(e->order), f);
     worksheet_write_string(ws, row, c++, e->op_type.c_str(), f);
     worksheet_write_string(ws, row, c++, r.target ? r.target->op_name.c_str() : "", f);

@@ -55,6 +55,13 @@ bool DumpConfig::device_selected(uint32_t device) const {
   return false;
 }
 
+bool DumpConfig::model_dump_needs_reload() const {
+  if (dialect != Dialect::Acl || scene != Scene::Normal) return false;
+  for (const auto& m : dump_list)
+    if (!m.model_name.empty()) return true;
+  return false;
+}
+
 EnvLookup process_env() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());

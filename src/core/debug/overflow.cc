@@ -48,6 +48,7 @@ nlohmann::json event_json(const OverflowEvent& e, bool fp16_range) {
   return {{"op_type", e.op.op_type},
           {"op_name", e.op.op_name},
           {"model_name", e.model_name},
+          {"rank", e.rank},
           {"iteration", e.iteration},
           {"task_id", e.op.task_id},
           {"stream_id", e.op.stream_id},
@@ -59,7 +60,7 @@ nlohmann::json event_json(const OverflowEvent& e, bool fp16_range) {
 }
 
 bool before(const OverflowEvent& a, const OverflowEvent& b) {
-  return std::tie(a.iteration, a.op.task_id) < std::tie(b.iteration, b.op.task_id);
+  return std::tie(a.iteration, a.op.task_id, a.rank) < std::tie(b.iteration, b.op.task_id, b.rank);
 }
 
 }  // namespace
@@ -125,7 +126,8 @@ std::string overflow_summary_json(const std::vector<OverflowEvent>& events, cons
 }
 
 std::string describe_overflow(const OverflowEvent& e, bool fp16_range) {
-  std::string out = e.op.op_name + " (" + e.op.op_type + ", iteration " + std::to_string(e.iteration) + ", task " +
+  std::string out = e.op.op_name + " (" + e.op.op_type + ", rank " + std::to_string(e.rank) + ", iteration " +
+                    std::to_string(e.iteration) + ", task " +
                     std::to_string(e.op.task_id) + "):";
   for (const OverflowTensor& t : e.tensors) {
     const bool beyond = fp16_range && t.check.beyond_fp16;

@@ -278,9 +278,10 @@ void Dumper::flush_pending_rows() {
 
 namespace {
 
+// Tensor ids in slot order; "-" for a slot without a tensor.
 std::string id_list(const std::vector<uint64_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + (ids[i] ? std::to_string(ids[i]) : std::string("-"));
   return s;
 }
 
@@ -300,11 +301,12 @@ void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_id
   }
   exec_rows_[op.model_id] += std::to_string(op.iteration) + "," + std::to_string(op.id.task_id) + "," +
                              csv_escape(op.id.op_type) + "," + csv_escape(op.id.op_name) + "," +
-                             csv_escape(op.model_name) + "," + id_list(input_ids) + "," + id_list(output_ids) + "\n";
+                             csv_escape(op.model_name) + "," + id_list(input_ids) + "," + id_list(output_ids) + "," +
+                             std::to_string(op.id.timestamp) + "\n";
   if (!graphs_done_.count(op.model_id)) {
     std::string outs, ins;
-    for (uint64_t id : output_ids) outs += (outs.empty() ? "%" : ", %") + std::to_string(id);
-    for (uint64_t id : input_ids) ins += (ins.empty() ? "%" : ", %") + std::to_string(id);
+    for (uint64_t id : output_ids) outs += (outs.empty() ? "" : ", ") + (id ? "%" + std::to_string(id) : std::string("-"));
+    for (uint64_t id : input_ids) ins += (ins.empty() ? "" : ", ") + (id ? "%" + std::to_string(id) : std::string("-"));
     graph_text_[op.model_id] += (outs.empty() ? "()" : outs) + " = " + op.id.op_type + "(" + ins + ")\n" +
                                 "    : (" + op.id.op_name + ")  task " + std::to_string(op.id.task_id) + "\n" +
                                 (source.empty() ? "" : "    # In file " + source + "\n");
@@ -334,7 +336,7 @@ void Dumper::flush_execution_locked() {
       const std::string g = std::to_string(graph);
       const std::string path = order_dir + "/ms_execution_order_graph_" + g + ".csv";
       const bool fresh = ::access(path.c_str(), F_OK) != 0;
-      append_to_file(path, (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors\n" : "") + text);
+      append_to_file(path, (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors,Timestamp\n" : "") + text);
       append_to_file(order_dir + "/ms_global_execution_order_graph_" + g + ".csv", std::to_string(iteration) + "\n");
     }
     if (!graphs->empty()) make_dirs(graph_dir);

@@ -18,6 +18,7 @@ void Dumper::dump_overflow(const OpRecord& op, OverflowEvent event, const std::v
   event.op = op.id;
   event.model_name = op.model_name;
   event.iteration = op.iteration;
+  event.rank = options_.rank;
   const std::string folder = op_folder(op);
   event.folder = folder;
   log_warning("overflow: " + describe_overflow(event, config_.check_fp16_range));

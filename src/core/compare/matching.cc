@@ -1,0 +1,190 @@
+// Pairing the tensors of two dumps (matching.h).
+#include "matching.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "opdump/error.h"
+
+namespace opdump::detail {
+namespace {
+
+// Target name -> reference name, per the mapping rules (exact names or name-regex(...)).
+class NameMapping {
+ public:
+  explicit NameMapping(const std::vector<std::pair<std::string, std::string>>& rules) {
+    for (const auto& [from, to] : rules) {
+      const std::string prefix = "name-regex(";
+      if (from.rfind(prefix, 0) == 0 && from.back() == ')') {
+        auto re = std::make_unique<RE2>(from.substr(prefix.size(), from.size() - prefix.size() - 1));
+        if (!re->ok()) throw ConfigError("mapping", "\"" + from + "\" is not a valid regular expression: " + re->error());
+        regex_.emplace_back(std::move(re), to);
+      } else {
+        exact_[sanitize_name(from)] = sanitize_name(to);
+      }
+    }
+  }
+  std::string map(const std::string& name) const {
+    if (auto it = exact_.find(name); it != exact_.end()) return it->second;
+    for (const auto& [re, rewrite] : regex_) {
+      std::string out;
+      if (RE2::FullMatch(name, *re) && RE2::Extract(name, *re, rewrite, &out)) return out;
+    }
+    return name;
+  }
+
+ private:
+  std::map<std::string, std::string> exact_;
+  std::vector<std::pair<std::unique_ptr<RE2>, std::string>> regex_;
+};
+
+// The op type used for alignment: backend prefixes and suffixes removed, so that the kernels one
+// device runs line up with another's (mkldnn_convolution / cudnn_convolution -> convolution).
+std::string alignment_type(const std::string& type) {
+  static const char* prefixes[] = {"mkldnn_", "cudnn_", "miopen_", "_nnpack_", "thnn_", "slow_", "_slow_", "npu_", "xpu_", "_mps_"};
+  static const char* suffixes[] = {"_cpu", "_cuda", "_npu", "_mkldnn", "_cudnn"};
+  std::string t = type;
+  for (const char* p : prefixes)
+    if (t.rfind(p, 0) == 0) t = t.substr(std::strlen(p));
+  for (const char* x : suffixes) {
+    const size_t n = std::strlen(x);
+    if (t.size() > n && t.compare(t.size() - n, n, x) == 0) t.resize(t.size() - n);
+  }
+  return t;
+}
+
+// Ops of one rank and iteration in execution order: one per (name, occurrence) not matched by name.
+struct OpSeq {
+  std::vector<std::pair<std::string, uint64_t>> ops;
+  std::vector<std::string> types;
+};
+
+// Longest common subsequence of op types; returns index pairs. Falls back to a greedy in-order
+// match when the table would be too large.
+std::vector<std::pair<size_t, size_t>> align(const OpSeq& a, const OpSeq& b) {
+  const size_t n = a.types.size(), m = b.types.size();
+  std::vector<std::pair<size_t, size_t>> out;
+  if (n == 0 || m == 0) return out;
+  if (n * m > 50'000'000) {
+    size_t j = 0;
+    for (size_t i = 0; i < n && j < m; ++i) {
+      size_t k = j;
+      while (k < m && b.types[k] != a.types[i]) ++k;
+      if (k < m) {
+        out.emplace_back(i, k);
+        j = k + 1;
+      }
+    }
+    return out;
+  }
+  std::vector<uint32_t> dp((n + 1) * (m + 1), 0);
+  auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
+  for (size_t i = n; i-- > 0;)
+    for (size_t j = m; j-- > 0;)
+      at(i, j) = a.types[i] == b.types[j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+  for (size_t i = 0, j = 0; i < n && j < m;) {
+    if (a.types[i] == b.types[j]) {
+      out.emplace_back(i, j);
+      ++i;
+      ++j;
+    } else if (at(i + 1, j) >= at(i, j + 1)) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return out;
+}
+
+// A rank (or iteration) of the target that stands for another of the reference: when each side
+// holds exactly one and they differ (rank 0 against rank 1 of the same job, iteration 2 against 3).
+template <typename T>
+std::optional<std::pair<T, T>> lone_pair(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() == 1 && b.size() == 1 && a[0] != b[0]) return std::make_pair(a[0], b[0]);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const CompareOptions& options) {
+  const auto& T = target.entries;
+  const auto& R = reference.entries;
+  Pairing p;
+  p.target_to_reference.assign(T.size(), -1);
+  p.reference_to_target.assign(R.size(), -1);
+  p.aligned.assign(T.size(), false);
+  auto pair = [&](size_t i, size_t j, bool aligned) {
+    p.target_to_reference[i] = static_cast<int64_t>(j);
+    p.reference_to_target[j] = static_cast<int64_t>(i);
+    p.aligned[i] = aligned;
+  };
+  if (T.size() == 1 && R.size() == 1) {  // two single tensors: compare them whatever their names
+    pair(0, 0, false);
+    return p;
+  }
+  const auto ranks = lone_pair(target.ranks(), reference.ranks());
+  const auto iterations = lone_pair(target.iterations(), reference.iterations());
+  if (ranks) p.notes.push_back("rank " + std::to_string(ranks->first) + " of the target is compared with rank " +
+                               std::to_string(ranks->second) + " of the reference (each side holds one rank)");
+  if (iterations)
+    p.notes.push_back("iteration " + std::to_string(iterations->first) + " of the target is compared with iteration " +
+                      std::to_string(iterations->second) + " of the reference (each side holds one iteration)");
+  auto rank_of = [&](const DumpEntry& e) { return ranks ? ranks->second : e.rank(); };
+  auto iteration_of = [&](const DumpEntry& e) { return iterations ? iterations->second : e.iteration(); };
+
+  NameMapping mapping(options.mapping);
+  using Key = std::tuple<uint32_t, int64_t, std::string, std::string, int, uint32_t, uint64_t>;
+  std::map<Key, size_t> by_key;
+  for (size_t j = 0; j < R.size(); ++j)
+    by_key.emplace(Key{R[j].rank(), R[j].iteration(), R[j].where.below, R[j].key_name, int(R[j].io), R[j].slot,
+                       R[j].occurrence},
+                   j);
+  for (size_t i = 0; i < T.size(); ++i) {
+    auto it = by_key.find(Key{rank_of(T[i]), iteration_of(T[i]), T[i].where.below, mapping.map(T[i].key_name),
+                              int(T[i].io), T[i].slot, T[i].occurrence});
+    if (it != by_key.end() && p.reference_to_target[it->second] < 0) pair(i, it->second, false);
+  }
+  if (!options.align_unmatched) return p;
+
+  // Per rank and iteration: the ops left unmatched on both sides, aligned by order and op type.
+  using Group = std::tuple<uint32_t, int64_t, std::string>;
+  using OpKey = std::tuple<Group, std::string, uint64_t>;
+  std::map<Group, std::pair<OpSeq, OpSeq>> groups;
+  std::map<OpKey, std::vector<size_t>> t_tensors, r_tensors;
+  auto collect = [&](const std::vector<DumpEntry>& entries, const std::vector<int64_t>& match, bool is_target,
+                     std::map<OpKey, std::vector<size_t>>& tensors) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (match[i] >= 0) continue;
+      const DumpEntry& e = entries[i];
+      const Group g{is_target ? rank_of(e) : e.rank(), is_target ? iteration_of(e) : e.iteration(), e.where.below};
+      auto& v = tensors[{g, e.key_name, e.occurrence}];
+      if (v.empty()) {
+        OpSeq& seq = is_target ? groups[g].first : groups[g].second;
+        seq.ops.emplace_back(e.key_name, e.occurrence);
+        seq.types.push_back(alignment_type(e.op_type));
+      }
+      v.push_back(i);
+    }
+  };
+  collect(T, p.target_to_reference, true, t_tensors);
+  collect(R, p.reference_to_target, false, r_tensors);
+  for (auto& [group, seqs] : groups) {
+    for (auto [a, b] : align(seqs.first, seqs.second)) {
+      const auto& ti = t_tensors[{group, seqs.first.ops[a].first, seqs.first.ops[a].second}];
+      const auto& rj = r_tensors[{group, seqs.second.ops[b].first, seqs.second.ops[b].second}];
+      for (size_t i : ti)
+        for (size_t j : rj)
+          if (p.reference_to_target[j] < 0 && T[i].io == R[j].io && T[i].slot == R[j].slot) {
+            pair(i, j, true);
+            break;
+          }
+    }
+  }
+  return p;
+}
+
+}  // namespace opdump::detail

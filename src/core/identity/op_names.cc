@@ -1,0 +1,44 @@
+#include "identity/op_names.h"
+
+namespace opdump::identity {
+
+uint64_t CallIndex::next(std::string_view scope, std::string_view type) {
+  key_.assign(scope);
+  key_ += '\0';
+  key_.append(type);
+  auto it = counts_.find(key_);
+  if (it == counts_.end()) it = counts_.emplace(key_, 0).first;
+  return it->second++;
+}
+
+std::string op_name(std::string_view scope, std::string_view type, uint64_t index) {
+  std::string out;
+  out.reserve(scope.size() + type.size() + 8);
+  out.append(scope);
+  out += '/';
+  out.append(type);
+  out += "-op";
+  out += std::to_string(index);
+  return out;
+}
+
+std::string backward_scope(std::string_view forward_op, std::string_view node) {
+  std::string out = "Gradients/";
+  out.append(forward_op);
+  out += '/';
+  out.append(node);
+  return out;
+}
+
+std::string orphan_backward_scope(std::string_view node, uint64_t index) {
+  return "Gradients/" + std::string(node) + "-" + std::to_string(index);
+}
+
+std::pair<std::string, std::string> script_scope_element(std::string_view entry) {
+  const size_t open = entry.find('(');
+  if (open == std::string_view::npos || entry.back() != ')') return {std::string(entry), std::string(entry)};
+  const std::string attr(entry.substr(0, open));
+  return {attr + "-" + std::string(entry.substr(open + 1, entry.size() - open - 2)), attr};
+}
+
+}  // namespace opdump::identity

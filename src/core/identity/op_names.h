@@ -1,0 +1,41 @@
+// Operator names that survive unrelated change. A forward op is named by its module scope, its
+// type and its call index among the ops of that type in that scope; a backward op by the forward
+// op that created its autograd node, the node, and its own call index in the node. No counter
+// spans the iteration, so an op added elsewhere, another thread's ops (DataLoader, autograd) or
+// the iteration number never rename an op.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace opdump::identity {
+
+// The n of "{scope}/{type}-op{n}": calls counted per (scope, op type).
+class CallIndex {
+ public:
+  uint64_t next(std::string_view scope, std::string_view type);
+  void clear() { counts_.clear(); }
+
+ private:
+  std::unordered_map<std::string, uint64_t> counts_;
+  std::string key_;  // reused: no allocation per call once the map holds the key
+};
+
+// "{scope}/{type}-op{index}"
+std::string op_name(std::string_view scope, std::string_view type, uint64_t index);
+
+// The scope of the ops an autograd node runs: "Gradients/{forward op}/{node}". `forward_op` is
+// the forward op's name with its container modules written by attribute alone
+// ("Default/net/layer1/0/conv1-Conv2d/conv2d-op0"), which keeps backward names of deep models
+// under the file-name limit.
+std::string backward_scope(std::string_view forward_op, std::string_view node);
+// For a node no forward op created (AccumulateGrad, nodes of code run outside the observer):
+// "Gradients/{node}-{index}", index counted per node type.
+std::string orphan_backward_scope(std::string_view node, uint64_t index);
+
+// "conv1-Conv2d" -> "conv1" style short element of a TorchScript hierarchy entry
+// "conv1(Conv2d)": returns {element, short element}.
+std::pair<std::string, std::string> script_scope_element(std::string_view entry);
+
+}  // namespace opdump::identity

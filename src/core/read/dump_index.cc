@@ -1,0 +1,384 @@
+// Indexes a dump: every tensor of every npy/bin file and statistic.csv row, placed in its layout
+// (run, rank, iteration) and execution order.
+#include "opdump/dump_index.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "execution_order.h"
+#include "opdump/ascend_bin.h"
+#include "opdump/dump_files.h"
+#include "opdump/error.h"
+#include "opdump/log.h"
+#include "opdump/npy.h"
+#include "opdump/statistic_csv.h"
+
+namespace opdump {
+
+RecordedStats RecordedStats::of(const TensorStats& s) {
+  RecordedStats r;
+  r.count = s.count;
+  r.nan = s.nan;
+  r.neg_inf = s.neg_inf;
+  r.pos_inf = s.pos_inf;
+  r.no_finite = !s.has_finite();
+  if (!r.no_finite) {
+    r.max = s.max;
+    r.min = s.min;
+    r.avg = s.avg();
+  }
+  r.l2norm = s.l2norm();
+  return r;
+}
+
+std::vector<uint32_t> DumpIndex::ranks() const {
+  std::set<uint32_t> s;
+  for (const auto& e : entries) s.insert(e.rank());
+  return {s.begin(), s.end()};
+}
+
+std::vector<int64_t> DumpIndex::iterations() const {
+  std::set<int64_t> s;
+  for (const auto& e : entries) s.insert(e.iteration());
+  return {s.begin(), s.end()};
+}
+
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string absolute_folder(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return (ec ? std::filesystem::path(path) : abs).lexically_normal().string();
+}
+
+// mapping.csv of a folder: generated file name -> original (opdump's and MindSpore's).
+std::unordered_map<std::string, std::string> read_name_mapping(const std::string& path, std::vector<std::string>& warnings) {
+  std::unordered_map<std::string, std::string> out;
+  try {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError(path, "cannot read", errno);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& r : parse_csv("generated,original\n" + text, path).rows) out[r[0]] = r[1];  // no header line
+  } catch (const Error& e) {
+    warnings.push_back(std::string(e.what()) + " (long names in that folder stay unresolved)");
+  }
+  return out;
+}
+
+// A statistic.csv cell: nullopt when absent or empty; "null" marks a tensor without finite values.
+std::optional<double> real_cell(const std::vector<std::string>& row, int column, bool* null_cell) {
+  if (column < 0 || row[column].empty()) return std::nullopt;
+  if (row[column] == "null") {
+    *null_cell = true;
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  const double v = std::strtod(row[column].c_str(), &end);
+  if (end == row[column].c_str()) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> count_cell(const std::vector<std::string>& row, int column) {
+  if (column < 0 || row[column].empty()) return std::nullopt;
+  char* end = nullptr;
+  const uint64_t v = std::strtoull(row[column].c_str(), &end, 10);
+  if (end == row[column].c_str()) return std::nullopt;
+  return v;
+}
+
+// "(1,2)" or "[1, 2]" -> shape; false when it does not parse.
+bool parse_shape(const std::string& cell, Shape* out) {
+  Shape shape;
+  std::string digits;
+  bool any = false;
+  for (char c : cell) {
+    if (c >= '0' && c <= '9') {
+      digits += c;
+    } else if (c == ',' || c == ')' || c == ']') {
+      if (!digits.empty()) shape.push_back(std::strtoll(digits.c_str(), nullptr, 10)), digits.clear(), any = true;
+    } else if (c != '(' && c != '[' && c != ' ' && c != '"') {
+      return false;
+    }
+  }
+  if (!digits.empty()) shape.push_back(std::strtoll(digits.c_str(), nullptr, 10)), any = true;
+  (void)any;
+  *out = std::move(shape);
+  return true;
+}
+
+class Indexer {
+ public:
+  explicit Indexer(DumpIndex& index) : index_(index) {}
+
+  void add(const DumpFile& f) {
+    Folder& folder = folder_for(folder_of(f.path));
+    switch (f.kind) {
+      case DumpFileKind::Npy: index_npy(f, folder); break;
+      case DumpFileKind::Bin: index_bin(f, folder); break;
+      case DumpFileKind::StatisticCsv: index_statistics(f, folder); break;
+      case DumpFileKind::Other: break;
+    }
+  }
+
+ private:
+  struct Folder {
+    DumpPosition where;
+    std::unordered_map<std::string, std::string> names;  // mapping.csv
+  };
+
+  Folder& folder_for(const std::string& folder) {
+    auto it = folders_.find(folder);
+    if (it != folders_.end()) return it->second;
+    Folder f;
+    f.where = position_of(absolute_folder(folder));
+    const std::string mapping = folder + "/mapping.csv";
+    if (std::filesystem::exists(mapping)) f.names = read_name_mapping(mapping, index_.warnings);
+    return folders_.emplace(folder, std::move(f)).first->second;
+  }
+
+  // The name a file had before it was shortened (mapping.csv), else its own.
+  static std::string original_name(const Folder& folder, const std::string& name) {
+    auto it = folder.names.find(name);
+    return it == folder.names.end() ? name : it->second;
+  }
+
+  void unreadable(DumpEntry& e, const std::string& why) {
+    e.unreadable = why;
+    e.shape_known = false;
+    ++unreadable_;
+    if (unreadable_ <= 3) index_.warnings.push_back(e.path + ": " + why + " (not compared)");
+  }
+
+  void index_npy(const DumpFile& f, const Folder& folder) {
+    DumpEntry e;
+    e.source = DumpEntry::Source::Npy;
+    e.path = f.path;
+    e.where = folder.where;
+    const std::string name = original_name(folder, base_name(f.path));
+    ParsedDumpName p;
+    if (parse_dump_file_name(name, &p) && p.has_io) {
+      e.op_type = p.op.op_type;
+      e.op_name = p.op.op_name;
+      e.io = p.io;
+      e.slot = p.slot;
+      e.order = p.op.task_id;
+      e.timestamp = p.op.timestamp;
+    } else {
+      e.op_name = name.size() > 4 ? name.substr(0, name.size() - 4) : name;
+    }
+    e.key_name = sanitize_name(e.op_name);
+    try {
+      MappedFile file(f.path);
+      NpyHeader h = parse_npy_header(file.data(), file.size(), f.path);
+      e.dtype = h.dtype;
+      e.shape = h.shape;
+    } catch (const Error& err) {
+      unreadable(e, err.what());
+    }
+    index_.entries.push_back(std::move(e));
+  }
+
+  void index_bin(const DumpFile& f, const Folder& folder) {
+    const std::string name = original_name(folder, base_name(f.path));
+    ParsedDumpName p;
+    const bool named = parse_dump_file_name(name, &p);
+    DumpEntry proto;
+    proto.source = DumpEntry::Source::Bin;
+    proto.path = f.path;
+    proto.where = folder.where;
+    proto.op_type = named ? p.op.op_type : "";
+    proto.op_name = named ? p.op.op_name : name;
+    proto.order = named ? p.op.task_id : 0;
+    proto.timestamp = named ? p.op.timestamp : 0;
+    BinDump d;
+    try {
+      d = read_ascend_bin(f.path);
+    } catch (const Error& err) {
+      proto.key_name = sanitize_name(proto.op_name);
+      unreadable(proto, err.what());
+      index_.entries.push_back(std::move(proto));
+      return;
+    }
+    if (!d.op_name.empty()) proto.op_name = d.op_name;  // the header has the name unsanitized
+    if (!named) proto.timestamp = d.dump_time;
+    proto.key_name = sanitize_name(proto.op_name);
+    uint32_t index = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto& list = pass == 0 ? d.inputs : d.outputs;
+      for (size_t i = 0; i < list.size(); ++i, ++index) {
+        DumpEntry e = proto;
+        e.bin_index = index;
+        e.io = pass == 0 ? IoKind::Input : IoKind::Output;
+        e.slot = static_cast<uint32_t>(i);
+        e.shape = list[i].shape;
+        if (!dtype_of_bin_data_type(list[i].data_type, &e.dtype))
+          unreadable(e, "data type " + bin_data_type_name(list[i].data_type) + " is not supported");
+        index_.entries.push_back(std::move(e));
+      }
+    }
+  }
+
+  void index_statistics(const DumpFile& f, const Folder& folder) {
+    CsvTable t = read_csv(f.path);
+    if (t.truncated_last_row)
+      index_.warnings.push_back(f.path + ": its last row is incomplete (the writer was stopped mid-write); skipped");
+    const int c_type = t.column("Op Type"), c_name = t.column("Op Name"), c_task = t.column("Task ID"),
+              c_ts = t.column("Timestamp"), c_io = t.column("IO"), c_slot = t.column("Slot"),
+              c_dtype = t.column("Data Type"), c_shape = t.column("Shape"), c_max = t.column("Max Value"),
+              c_min = t.column("Min Value"), c_avg = t.column("Avg Value"), c_count = t.column("Count"),
+              c_nan = t.column("NaN Count"), c_ninf = t.column("Negative Inf Count"),
+              c_pinf = t.column("Positive Inf Count");
+    int c_l2 = t.column("L2Norm Value");
+    if (c_l2 < 0) c_l2 = t.column("L2 Value");
+    if (c_name < 0 || c_io < 0 || c_slot < 0)
+      throw FormatError(f.path, "not a statistic.csv: it lacks the Op Name, IO or Slot column");
+    for (const auto& row : t.rows) {
+      DumpEntry e;
+      e.source = DumpEntry::Source::Statistics;
+      e.path = f.path;
+      e.where = folder.where;
+      e.op_type = c_type >= 0 ? row[c_type] : "";
+      e.op_name = row[c_name];
+      e.key_name = sanitize_name(e.op_name);
+      e.io = row[c_io] == "input" ? IoKind::Input : IoKind::Output;
+      e.slot = static_cast<uint32_t>(std::strtoul(row[c_slot].c_str(), nullptr, 10));
+      e.order = c_task >= 0 ? std::strtoull(row[c_task].c_str(), nullptr, 10) : 0;
+      e.timestamp = c_ts >= 0 ? std::strtoull(row[c_ts].c_str(), nullptr, 10) : 0;
+      if (c_dtype >= 0)
+        if (auto d = dtype_from_name(row[c_dtype])) e.dtype = *d;
+      e.shape_known = c_shape >= 0 && parse_shape(row[c_shape], &e.shape);
+      RecordedStats s;
+      bool null_cell = false;
+      s.max = real_cell(row, c_max, &null_cell);
+      s.min = real_cell(row, c_min, &null_cell);
+      s.avg = real_cell(row, c_avg, &null_cell);
+      s.l2norm = real_cell(row, c_l2, &null_cell);
+      s.no_finite = null_cell;
+      s.count = count_cell(row, c_count);
+      s.nan = count_cell(row, c_nan);
+      s.neg_inf = count_cell(row, c_ninf);
+      s.pos_inf = count_cell(row, c_pinf);
+      e.stats = s;
+      index_.entries.push_back(std::move(e));
+    }
+  }
+
+  DumpIndex& index_;
+  std::unordered_map<std::string, Folder> folders_;
+  size_t unreadable_ = 0;
+};
+
+bool numeric(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
+
+// Several runs of one rank under the path (Ascend {time} folders, or rank folders in different
+// places) would be mixed: an error that lists them.
+void check_single_run(const std::string& path, const std::vector<DumpEntry>& entries) {
+  std::map<uint32_t, std::set<std::string>> roots;
+  for (const auto& e : entries)
+    if (!e.where.run_root.empty()) roots[e.rank()].insert(e.where.run_root);
+  for (const auto& [rank, set] : roots) {
+    if (set.size() < 2) continue;
+    std::string list;
+    for (const auto& r : set) list += "\n  " + r;
+    throw Error(path + " holds " + std::to_string(set.size()) + " runs of rank (device) " + std::to_string(rank) + ":" +
+                list + "\ncompare one run: give its folder instead");
+  }
+}
+
+}  // namespace
+
+DumpIndex index_dump(const std::string& path) {
+  DumpIndex index;
+  Indexer indexer(index);
+  for (const DumpFile& f : scan_dump(path)) indexer.add(f);
+  auto& out = index.entries;
+  check_single_run(path, out);
+
+  // Execution order files: data flow, and the iteration of files in folders without one.
+  std::map<std::string, uint32_t> run_roots;
+  for (const auto& e : out)
+    if (!e.where.run_root.empty()) run_roots.emplace(e.where.run_root, e.rank());
+  for (const auto& [root, rank] : run_roots) {
+    ExecutionOrder order;
+    if (read_execution_order(root, order, index.warnings)) index.order.emplace(rank, std::move(order));
+  }
+  for (auto& e : out) {
+    if (!e.where.below.empty()) continue;
+    auto it = index.order.find(e.rank());
+    if (it == index.order.end()) continue;
+    auto op = it->second.by_stamp.find({e.key_name, e.order, e.timestamp});
+    if (op == it->second.by_stamp.end()) continue;
+    const ExecutedOp& x = it->second.ops[op->second];
+    if (e.where.iteration < 0) e.where.iteration = x.iteration;
+    e.op_name = x.op_name;  // npy file names hold the name sanitized ('/' written '_')
+  }
+
+  // A full dump has both tensors and statistics: the tensors win.
+  using TensorKey = std::tuple<uint32_t, int64_t, std::string, std::string, uint64_t, uint64_t, int, uint32_t>;
+  auto key_of = [](const DumpEntry& e) {
+    return TensorKey{e.rank(), e.iteration(), e.where.below, e.key_name, e.order, e.timestamp, int(e.io), e.slot};
+  };
+  std::set<TensorKey> has_tensor;
+  for (const auto& e : out)
+    if (e.source != DumpEntry::Source::Statistics) has_tensor.insert(key_of(e));
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const DumpEntry& e) {
+                             return e.source == DumpEntry::Source::Statistics && has_tensor.count(key_of(e));
+                           }),
+            out.end());
+
+  std::stable_sort(out.begin(), out.end(), [](const DumpEntry& a, const DumpEntry& b) {
+    if (a.iteration() != b.iteration()) return a.iteration() < b.iteration();
+    if (a.rank() != b.rank()) return a.rank() < b.rank();
+    if (a.where.below != b.where.below) {
+      // numeric folders in numeric order
+      if (numeric(a.where.below) && numeric(b.where.below) && a.where.below.size() != b.where.below.size())
+        return a.where.below.size() < b.where.below.size();
+      return a.where.below < b.where.below;
+    }
+    if (a.order != b.order) return a.order < b.order;
+    if (a.timestamp != b.timestamp) return a.timestamp < b.timestamp;
+    if (a.key_name != b.key_name) return a.key_name < b.key_name;
+    if (a.io != b.io) return a.io == IoKind::Input;
+    return a.slot < b.slot;
+  });
+
+  // Repeated names (an op listed twice in one iteration: threads running one model, or a dump
+  // whose names are not unique) are told apart by their occurrence, in execution order.
+  std::map<std::tuple<uint32_t, int64_t, std::string, std::string, int, uint32_t>, uint64_t> seen;
+  size_t repeated = 0;
+  std::string example;
+  for (auto& e : out) {
+    e.occurrence = seen[{e.rank(), e.iteration(), e.where.below, e.key_name, int(e.io), e.slot}]++;
+    if (e.occurrence == 1 && e.iteration() >= 0) {
+      if (!repeated) example = e.op_name;
+      ++repeated;
+    }
+  }
+  if (repeated)
+    index.warnings.push_back(path + ": " + std::to_string(repeated) + " tensors appear more than once in one iteration (e.g. " +
+                             example + "); they are paired by order of appearance");
+  return index;
+}
+
+Tensor load_entry(const DumpEntry& e) {
+  if (e.source == DumpEntry::Source::Statistics) throw Error(e.path + ": " + e.op_name + " has statistics only, no values");
+  if (!e.unreadable.empty()) throw Error(e.unreadable);
+  if (e.source == DumpEntry::Source::Npy) return read_npy(e.path, /*populate=*/true);
+  BinDump d = read_ascend_bin(e.path);
+  const size_t ni = d.inputs.size();
+  return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);
+}
+
+}  // namespace opdump
