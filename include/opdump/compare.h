@@ -63,7 +63,7 @@ struct Thresholds {
   double warning_max_abs = 1e-4;
   double warning_rel_euclidean = 1e-4;  // or when the relative euclidean distance exceeds this
   double stats_error_rel = 0.05;     // statistics-only rows: relative difference of max/min/avg/l2norm
-  double stats_warning_rel = 0.005;
+  double stats_warning_rel = 1e-4;  // as sensitive as warning_rel_euclidean: statistics are all such a dump has
 };
 Thresholds load_thresholds(const std::string& json_path);
 

@@ -107,25 +107,33 @@ def _text(name):
     return str(name).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _scope_hooks(module, element, short_element, model_name=None):
-    element = _text(element)
-    short_element = _text(short_element)
+def _scope_hooks(module, elements, model_name=None):
+    """Hooks that put `elements` ((element, short element) pairs) on the scope while `module` runs."""
+    elements = [(_text(e), _text(s)) for e, s in elements]
     model_name = None if model_name is None else _text(model_name)
 
     def pre(mod, inputs):
         if model_name is not None:
             mod.__opdump_depth = _opdump.scope_depth()
             _opdump.enter_model(model_name)
-        _opdump.push_scope(element, short_element)
+        for element, short_element in elements:
+            _opdump.push_scope(element, short_element)
 
     def post(mod, inputs, output):
         if model_name is not None:
             _opdump.truncate_scope(getattr(mod, "__opdump_depth", 0))
             _opdump.exit_model()
         else:
-            _opdump.pop_scope()
+            for _ in elements:
+                _opdump.pop_scope()
 
     return module.register_forward_pre_hook(pre), module.register_forward_hook(post)
+
+
+def _never_called(module):
+    """Containers whose forward never runs (ModuleList, ModuleDict): their children carry their scope."""
+    import torch
+    return isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict))
 
 
 def register_model(module, name):
@@ -134,12 +142,18 @@ def register_model(module, name):
     Returns the module."""
     name = _text(name)
     _opdump.register_model(name)
-    handles = list(_scope_hooks(module, f"{name}-{type(module).__name__}", name, model_name=name))
-    for attr, sub in module.named_modules():
-        if sub is module:
+    handles = list(_scope_hooks(module, [(f"{name}-{type(module).__name__}", name)], model_name=name))
+    modules = dict(module.named_modules())
+    for attr, sub in modules.items():
+        if sub is module or _never_called(sub):
             continue
-        leaf = attr.rsplit(".", 1)[-1]
-        handles += _scope_hooks(sub, f"{leaf}-{type(sub).__name__}", leaf)
+        parent, _, leaf = attr.rpartition(".")
+        elements = [(f"{leaf}-{type(sub).__name__}", leaf)]
+        while parent and _never_called(modules[parent]):
+            grandparent, _, parent_leaf = parent.rpartition(".")
+            elements.insert(0, (f"{parent_leaf}-{type(modules[parent]).__name__}", parent_leaf))
+            parent = grandparent
+        handles += _scope_hooks(sub, elements)
     module.__dict__["_opdump_handles"] = handles
     return module
 

@@ -268,6 +268,7 @@ struct ThreadState {
   uint64_t iteration = UINT64_MAX;
   identity::CallIndex calls;  // forward api ops by (scope, type)
   int depth = 0;
+  int engine = 0;  // open autograd::engine::evaluate_function records: gradient hooks run there
   bool busy = false;
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
@@ -283,6 +284,7 @@ ThreadState& state() {
 
 struct OpCtx final : at::ObserverContext {
   bool node = false;       // an autograd node frame, not an op
+  bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
   bool selected = false;   // dump this op
   bool had_child = false;
   int depth = 0;
@@ -290,6 +292,7 @@ struct OpCtx final : at::ObserverContext {
   identity::CallIndex calls;  // ops below this top op, by type
   std::string name;
   at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
+  int8_t marks = 0;           // a skipped op: its output is uninitialized (1) or was just written (-1)
   OpRecord record;
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
@@ -311,6 +314,18 @@ struct ForwardOp {
   std::string model;
   uint64_t model_id;
 };
+
+// Skipped ops whose output holds whatever the allocator left (until something writes it), and
+// skipped ops that write their first argument: inputs read from the former are not dumped.
+bool makes_uninitialized(const std::string& op_type) {
+  return op_type == "empty" || op_type == "empty_like" || op_type == "empty_strided" || op_type == "new_empty" ||
+         op_type == "new_empty_strided";
+}
+bool initializes(const std::string& op_type) {
+  static const std::unordered_set<std::string> ops = {"zero_", "fill_", "copy_", "uniform_", "normal_", "bernoulli_",
+                                                      "random_", "exponential_", "geometric_", "cauchy_", "log_normal_"};
+  return ops.count(op_type) > 0;
+}
 
 // Skipped ops whose output copies an input (the slot given): data flow runs through them.
 int copied_input(const std::string& op_type) {
@@ -334,6 +349,10 @@ const std::unordered_set<std::string>& no_compute_ops() {
       "clone", "copy_", "zero_", "fill_", "uniform_", "normal_", "bernoulli_", "random_", "result_type",
       "as_strided_", "resize_as_", "empty_like", "_empty_affine_quantized",
       "_has_compatible_shallow_copy_type", "record_stream", "output_nr", "_version", "is_leaf", "data",
+      // views that only change how the same memory is read
+      "resolve_conj", "resolve_neg", "conj", "_conj", "_neg_view", "view_as_real", "view_as_complex", "diagonal",
+      "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "split_with_sizes", "tensor_split", "unsafe_split",
+      "unsafe_chunk", "real", "imag", "adjoint", "numpy_T", "matrix_H", "mT", "mH", "_values", "_indices",
   };
   return ops;
 }
@@ -503,7 +522,13 @@ class Observer final : public RuntimeListener {
       ts.nodes.push_back(std::move(f));
       return ctx;
     }
-    if (!is_operator(name)) return nullptr;
+    if (!is_operator(name)) {
+      if (std::strncmp(name, "autograd::engine::evaluate_function: ", 37) != 0) return nullptr;
+      auto ctx = std::make_unique<OpCtx>();
+      ctx->engine = true;
+      ++ts.engine;
+      return ctx;
+    }
 
     auto ctx = std::make_unique<OpCtx>();
     if (!ts.cache.empty() || !PendingStats::instance().empty() ||
@@ -540,7 +565,11 @@ class Observer final : public RuntimeListener {
     if (top) {
       ctx->top = ctx.get();
       if (ts.nodes.empty()) {
-        const auto [scope, short_scope] = scope_path();
+        auto [scope, short_scope] = scope_path();
+        if (ts.engine > 0) {  // a gradient hook: it runs in backward, outside any node
+          scope = "Gradients/" + scope;
+          short_scope = "Gradients/" + short_scope;
+        }
         const uint64_t n = ts.calls.next(scope, op_type);
         ctx->name = identity::op_name(scope, op_type, n);
         // The autograd nodes this op creates (possibly several: linear makes TBackward0 and
@@ -574,6 +603,7 @@ class Observer final : public RuntimeListener {
       const auto inputs = fn.inputs();
       if (copied >= 0 && static_cast<size_t>(copied) < inputs.size() && inputs[copied].isTensor())
         ctx->alias_from = inputs[copied].toTensor();
+      ctx->marks = makes_uninitialized(op_type) ? 1 : initializes(op_type) ? -1 : 0;
       return ctx;
     }
 
@@ -583,7 +613,8 @@ class Observer final : public RuntimeListener {
     ctx->record.model_id = model_id;
     ctx->record.iteration = Runtime::instance().iteration();
     ctx->executed = true;
-    ids_.ids(fn.inputs(), ctx->input_ids);
+    std::vector<bool> uninitialized;
+    ids_.ids(fn.inputs(), ctx->input_ids, false, &uninitialized);
     // CANN applies an acl model dump to models loaded after it was configured; every other dump
     // and every debug scene observes every model.
     if (!model.empty() && config.model_dump_needs_reload() && !Runtime::instance().model_enabled(model)) return ctx;
@@ -598,7 +629,8 @@ class Observer final : public RuntimeListener {
 
     ctx->selected = true;
     if (config.dumps_inputs())
-      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages);
+      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages,
+                  &uninitialized);
     if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
   }
@@ -606,6 +638,10 @@ class Observer final : public RuntimeListener {
   void end(const at::RecordFunction& fn, ThreadState& ts, OpCtx* ctx) {
     if (ctx->node) {
       if (!ts.nodes.empty()) ts.nodes.pop_back();
+      return;
+    }
+    if (ctx->engine) {
+      --ts.engine;
       return;
     }
     --ts.depth;
@@ -622,16 +658,19 @@ class Observer final : public RuntimeListener {
           forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->short_name, ctx->model, ctx->model_id};
       }
     }
-    if (ctx->alias_from.defined()) {
+    if (ctx->alias_from.defined() || ctx->marks) {
       const auto& outs = fn.outputs();
-      if (!outs.empty() && outs[0].isTensor()) ids_.alias(ctx->alias_from, outs[0].toTensor());
+      if (!outs.empty() && outs[0].isTensor()) {
+        if (ctx->alias_from.defined()) ids_.alias(ctx->alias_from, outs[0].toTensor());
+        if (ctx->marks) ids_.mark(outs[0].toTensor(), ctx->marks > 0);
+      }
     }
     if (!ctx->executed) return;
     std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
     if (!dumper) return;
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
-    ids_.ids(fn.outputs(), output_ids);
+    ids_.ids(fn.outputs(), output_ids, /*written=*/true);
     std::string source;
     if (dumper->wants_source(ctx->record.model_id)) {
       ts.busy = true;
@@ -694,13 +733,22 @@ class Observer final : public RuntimeListener {
   }
 
   // `written`: storages the op is about to modify (statistics of what reads them are computed at once).
+  // `uninitialized`: per tensor, memory no op has written yet (an output buffer from empty()):
+  // dumped as an empty placeholder, like an undefined tensor, since its bytes mean nothing.
   template <typename Values>
   void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-                   uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr) {
+                   uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr,
+                   const std::vector<bool>* uninitialized = nullptr) {
     ts.busy = true;
     at::RecordFunctionGuard no_record(false);
     at::NoGradGuard no_grad;
-    for (const at::Tensor& t : tensors_of(values)) capture(t, dumper, ts, out, stream_id, written);
+    const std::vector<at::Tensor> tensors = tensors_of(values);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (uninitialized && i < uninitialized->size() && (*uninitialized)[i])
+        out.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
+      else
+        capture(tensors[i], dumper, ts, out, stream_id, written);
+    }
     ts.busy = false;
   }
 

@@ -13,14 +13,17 @@ bool whole_storage(const at::Tensor& t) {
 
 }  // namespace
 
-uint64_t TensorIds::id_locked(const at::Tensor& t) {
-  if (!has_storage(t)) return kNone;
+TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t) {
+  if (!has_storage(t)) return nullptr;
   const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
   auto it = entries_.find(key);
-  if (it != entries_.end()) return it->second.id;
-  const uint64_t id = next_++;
-  entries_.emplace(key, Entry{t.storage().getWeakStorageImpl(), id});
-  return id;
+  if (it == entries_.end()) it = entries_.emplace(key, Entry{t.storage().getWeakStorageImpl(), next_++}).first;
+  return &it->second;
+}
+
+void TensorIds::mark(const at::Tensor& t, bool uninitialized) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Entry* e = entry_locked(t)) e->uninitialized = uninitialized;
 }
 
 void TensorIds::alias(const at::Tensor& from, const at::Tensor& to) {
@@ -28,10 +31,8 @@ void TensorIds::alias(const at::Tensor& from, const at::Tensor& to) {
   const c10::StorageImpl* key = to.storage().unsafeGetStorageImpl();
   if (key == from.storage().unsafeGetStorageImpl()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const uint64_t id = id_locked(from);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) it->second.id = id;
-  else entries_.emplace(key, Entry{to.storage().getWeakStorageImpl(), id});
+  const Entry source = *entry_locked(from);
+  *entry_locked(to) = Entry{to.storage().getWeakStorageImpl(), source.id, source.uninitialized};
 }
 
 void TensorIds::prune() {

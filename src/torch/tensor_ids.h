@@ -18,13 +18,25 @@ class TensorIds {
  public:
   static constexpr uint64_t kNone = 0;  // an undefined tensor, or one without storage
 
-  // The id of each tensor of an op's arguments or results, in dump slot order.
+  // The id of each tensor of an op's arguments or results, in dump slot order. `written`: the op
+  // wrote them (its results): their storages hold data from now on. `uninitialized`, when given,
+  // says per tensor whether its storage came from an empty-like op and was not written since:
+  // its bytes are whatever the allocator left there, the same in no two runs.
   template <typename Values>
-  void ids(const Values& values, std::vector<uint64_t>& out) {
+  void ids(const Values& values, std::vector<uint64_t>& out, bool written = false,
+           std::vector<bool>* uninitialized = nullptr) {
     const std::vector<at::Tensor> tensors = tensors_of(values);
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const at::Tensor& t : tensors) out.push_back(id_locked(t));
+    for (const at::Tensor& t : tensors) {
+      Entry* e = entry_locked(t);
+      out.push_back(e ? e->id : kNone);
+      if (uninitialized) uninitialized->push_back(e && e->uninitialized);
+      if (e && written) e->uninitialized = false;
+    }
   }
+  // A storage an empty-like op made (garbage until written), or one an op the dump skips wrote
+  // (fill_, copy_, uniform_).
+  void mark(const at::Tensor& t, bool uninitialized);
   // `to` holds a copy of `from` made by an op the dump skips (a cast, contiguous, clone): it
   // takes `from`'s id, so that data flow runs through the copy. Partial copies are ignored.
   void alias(const at::Tensor& from, const at::Tensor& to);
@@ -32,11 +44,12 @@ class TensorIds {
   void prune();
 
  private:
-  uint64_t id_locked(const at::Tensor& t);
   struct Entry {
     c10::weak_intrusive_ptr<c10::StorageImpl> alive;
     uint64_t id;
+    bool uninitialized = false;
   };
+  Entry* entry_locked(const at::Tensor& t);  // nullptr for tensors without storage
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, Entry> entries_;
   uint64_t next_ = 1;

@@ -1,0 +1,218 @@
+"""Localization benchmark: planted changes on real models with known answers, and no-change
+controls. Each scenario trains a reference and a target (bench/localize_workload.py) under a dump
+config, compares the dumps with `opdump compare`, and checks the first divergence it names against
+the planted op (controls: no divergence at all).
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/localize.py [--opdump build/opdump] [--only NAME ...]
+        [--keep DIR] [--json OUT]
+
+Prints one line per scenario with the time the compare took, then "localized K/N, controls clean C/M".
+Exit 0 when every scenario is localized and every control is clean."""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+WORKLOAD = HERE / "localize_workload.py"
+PYTHON = "/usr/bin/python3"
+
+
+def ms_config(path, saved_data="tensor", iteration="all", input_output=0, **opdump):
+    cfg = {"common_dump_settings": {"dump_mode": 0, "path": str(path), "net_name": "net", "iteration": iteration,
+                                    "saved_data": saved_data, "input_output": input_output, "kernels": [],
+                                    "support_device": [0, 1, 2, 3], "op_debug_mode": 0},
+           "e2e_dump_settings": {"enable": True}}
+    if opdump:
+        cfg["opdump"] = opdump
+    return cfg
+
+
+def acl_config(path, dump_mode="output", dump_step=None, op_switch=False):
+    dump = {"dump_path": str(path), "dump_list": [{"model_name": "net"}], "dump_mode": dump_mode}
+    if dump_step is not None:
+        dump["dump_step"] = dump_step
+    if op_switch:
+        dump["dump_op_switch"] = "on"
+    return {"dump": dump}
+
+
+R18 = "Default/net-ResNet"
+# name: (what is planted, config factory, workload options, expected first divergence or None for a control)
+SCENARIOS = {
+    "param": ("resnet18: one conv weight x1.001 (a changed parameter)",
+              lambda p: ms_config(p, input_output=0), {},
+              dict(kind="output", op=rf"{R18}/layer2-Sequential/0-BasicBlock/conv1-Conv2d/conv2d-op0", iteration=0)),
+    "constant": ("transformer: attention scale x1.001 in block 1 (a changed constant; acl.json, outputs only)",
+                 lambda p: acl_config(p), {},
+                 dict(kind="output", op=r"Default/net-Transformer/layers-ModuleList/1-Block/attn-Attention/mul-op0",
+                      iteration=0)),
+    "inserted": ("mobilenet_v2: an op inserted after features[5] (statistics only)",
+                 lambda p: ms_config(p, saved_data="statistic"), {},
+                 dict(kind="extra_op", op=r"Default/net-MobileNetV2/features-Sequential/5-InvertedResidual/mul-op0",
+                      iteration=0)),
+    "removed": ("resnet18: layer3[1].bn2 replaced by Identity (a removed op)",
+                lambda p: ms_config(p), {},
+                dict(kind="missing_op", op=rf"{R18}/layer3-Sequential/1-BasicBlock/bn2-BatchNorm2d/batch_norm-op0",
+                     iteration=0)),
+    "dtype": ("resnet18: layer4[0].conv2 computed in bfloat16 (a dtype change on one layer; bin files)",
+              lambda p: dict(ms_config(p), e2e_dump_settings={"enable": False}), {},
+              dict(kind="output", op=rf"{R18}/layer4-Sequential/0-BasicBlock/conv2-Conv2d/conv2d-op0", iteration=0)),
+    "autocast": ("resnet18: layer3 under bf16 autocast",
+                 lambda p: ms_config(p, input_output=0), {},
+                 dict(kind="output", op=rf"{R18}/layer3-Sequential/0-BasicBlock/conv1-Conv2d/conv2d-op0", iteration=0)),
+    "stats_bn": ("resnet18: BatchNorm eps 1e-5 -> 1e-2 in layer1[1].bn1 (statistics only)",
+                 lambda p: ms_config(p, saved_data="statistic"), {},
+                 dict(kind="output", op=rf"{R18}/layer1-Sequential/1-BasicBlock/bn1-BatchNorm2d/batch_norm-op0",
+                      iteration=0)),
+    "lr": ("resnet18: learning rate 0.01 -> 0.0101 (the optimizer, outside the model; iterations 0-1)",
+           lambda p: ms_config(p, saved_data="statistic"), {"steps": 2},
+           dict(kind="output", op=r"Default/add_-op0", iteration=0)),
+    "ranks": ("two-rank DDP over gloo, a constant changed on rank 1 only",
+              lambda p: ms_config(p), {"ranks": 2},
+              dict(kind="output", op=r"Default/net-SmallNet/scale-Scale/mul-op0", iteration=0, rank=1)),
+    "iteration": ("transformer: GELU approximation changed from iteration 1 on (acl.json, dump_step 1|2, "
+                  "ops outside the model too)",
+                  lambda p: acl_config(p, dump_step="1|2", op_switch=True), {"steps": 3},
+                  dict(kind="output", op=r"Default/net-Transformer/layers-ModuleList/2-Block/gelu-op0", iteration=1)),
+    "encoder": ("nn.TransformerEncoder: a linear2 bias of layer 1 +1e-3 (inputs and outputs)",
+                lambda p: ms_config(p), {},
+                dict(kind="output", op=r"Default/net-Sequential/1-TransformerEncoder/layers-ModuleList/"
+                                       r"1-TransformerEncoderLayer/linear2-Linear/linear-op0", iteration=0)),
+    "grad_hook": ("small CNN: a gradient hook scales the gradient of conv2's output (backward only)",
+                  lambda p: ms_config(p, input_output=2), {},
+                  dict(kind="extra_op", op=r"Gradients/Default/mul-op0", iteration=0)),
+    "data": ("resnet18: the data batch scaled by 1.0001 (the input pipeline changed)",
+             lambda p: ms_config(p, input_output=2), {},
+             dict(kind="output", op=rf"{R18}/conv1-Conv2d/conv2d-op0", iteration=0)),
+    "threads": ("control: nn.TransformerEncoder, 1 vs 2 intra-op threads",
+                lambda p: ms_config(p), {"threads": {"reference": 1, "target": 2}}, None),
+    "workers": ("control: GRU, DataLoader with 0 vs 2 worker processes",
+                lambda p: ms_config(p), {"steps": 3, "workers": {"reference": 0, "target": 2}}, None),
+    "identical": ("control: mobilenet_v2, identical runs at kernel level (names over 255 bytes)",
+                  lambda p: ms_config(p, level="kernel"), {}, None),
+    "stats_vs_tensors": ("control: resnet18, identical runs, statistics against tensors",
+                         {"target": lambda p: ms_config(p, saved_data="statistic"),
+                          "reference": lambda p: ms_config(p, saved_data="tensor")}, {}, None),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def train(name, side, root, config, options, env):
+    """Runs one side (all its ranks); returns the dump path."""
+    path = root / side
+    cfg_file = root / f"{side}.json"
+    cfg_file.write_text(json.dumps(config(path)))
+    def option(key, default):
+        value = options.get(key, default)
+        return value[side] if isinstance(value, dict) else value
+    cmd = [PYTHON, str(WORKLOAD), "--scenario", name, "--side", side, "--config", str(cfg_file),
+           "--steps", str(option("steps", 1)), "--workers", str(option("workers", 0)),
+           "--threads", str(option("threads", 1))]
+    ranks = options.get("ranks", 1)
+    port = free_port()
+    procs = []
+    for rank in range(ranks):
+        e = dict(env)
+        if ranks > 1:
+            e.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        out, err = proc.communicate(timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{name} {side} failed ({proc.returncode}):\n{err[-3000:]}")
+    return path
+
+
+def matches(expected, first):
+    if first is None:
+        return False
+    if first["kind"] != expected["kind"] or not re.fullmatch(expected["op"], first["op_name"]):
+        return False
+    return first["iteration"] == expected["iteration"] and first["rank"] == expected.get("rank", 0)
+
+
+def run(name, opdump, root, env):
+    what, config, options, expected = SCENARIOS[name]
+    configs = config if isinstance(config, dict) else {"reference": config, "target": config}
+    ref = train(name, "reference", root, configs["reference"], options, env)
+    tgt = train(name, "target", root, configs["target"], options, env)
+    out = root / "compare"
+    t0 = time.perf_counter()
+    proc = subprocess.run([opdump, "compare", str(tgt), str(ref), "-o", str(out), "-q"], capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    result = {"name": name, "what": what, "expected": expected, "seconds": seconds, "control": expected is None}
+    if proc.returncode != 0:
+        result.update(ok=False, got=f"compare failed: {proc.stderr.strip()[-500:]}")
+        return result
+    summary = json.loads((out / "compare_summary.json").read_text())
+    first = summary["first_divergence"]
+    result["summary"] = {k: summary[k] for k in ("rows", "pass", "warning", "error", "not_compared", "unmatched")}
+    if expected is None:
+        result["ok"] = first is None and summary["error"] == 0 and summary["warning"] == 0
+    else:
+        result["ok"] = matches(expected, first)
+    result["got"] = first["headline"] if first else "no divergence found"
+    if first:
+        result["cause"] = first["cause"]
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--opdump", default=str(HERE.parent / "build" / "opdump"))
+    ap.add_argument("--only", nargs="*", help="scenario names (default: all)")
+    ap.add_argument("--keep", help="keep the dumps in this folder")
+    ap.add_argument("--json", help="write the results as JSON")
+    args = ap.parse_args()
+    names = args.only or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        ap.error(f"unknown scenarios {unknown}; known: {list(SCENARIOS)}")
+    env = dict(os.environ)
+    env.setdefault("PYTHONPATH", str(HERE.parent / "build" / "python"))
+    base = pathlib.Path(args.keep) if args.keep else pathlib.Path(tempfile.mkdtemp(prefix="opdump-localize-"))
+    results = []
+    try:
+        for name in names:
+            root = base / name
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            try:
+                r = run(name, args.opdump, root, env)
+            except Exception as e:  # a failed run counts as not localized, with the reason
+                r = {"name": name, "what": SCENARIOS[name][0], "ok": False, "got": str(e), "seconds": 0.0,
+                     "control": SCENARIOS[name][3] is None, "expected": SCENARIOS[name][3]}
+            results.append(r)
+            mark = "ok  " if r["ok"] else "MISS"
+            print(f"{mark} {name:17s} compare {r['seconds']:6.2f} s  {r['what']}", flush=True)
+            if not r["ok"]:
+                print(f"       expected: {r['expected']}\n       got:      {r['got']}", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    planted = [r for r in results if not r["control"]]
+    controls = [r for r in results if r["control"]]
+    line = (f"localized {sum(r['ok'] for r in planted)}/{len(planted)}, "
+            f"controls clean {sum(r['ok'] for r in controls)}/{len(controls)}")
+    print(line)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps({"summary": line, "results": results}, indent=2))
+    sys.exit(0 if all(r["ok"] for r in results) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+"""One side of a localization scenario (bench/localize.py): trains a real model for a few steps
+under an opdump dump config, with or without a planted change.
+
+    localize_workload.py --scenario NAME --side reference|target --config CFG [--steps N]
+
+Run by /usr/bin/python3 (Debian's torch), with PYTHONPATH naming the built opdump package. For
+two-rank scenarios the driver starts one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT set."""
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# ---- models ------------------------------------------------------------------------------------
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.scale = (dim // heads) ** -0.5
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        out = torch.matmul(scores.softmax(dim=-1), v)
+        return self.proj(out.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 2 * dim)
+        self.fc2 = nn.Linear(2 * dim, dim)
+        self.gelu_approximate = "none"
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x)), approximate=self.gelu_approximate))
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim=32, heads=4, depth=4, classes=10):
+        super().__init__()
+        self.embed = nn.Linear(8, dim)
+        self.layers = nn.ModuleList(Block(dim, heads) for _ in range(depth))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.embed(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x.mean(dim=1))
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 16, batch_first=True)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.head(out[:, -1])
+
+
+class Scale(nn.Module):
+    """x * c with a Python constant: the op is the same on both sides, only the constant differs."""
+
+    def __init__(self, c=1.0):
+        super().__init__()
+        self.c = c
+
+    def forward(self, x):
+        return x * self.c
+
+
+class SmallNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.scale = Scale()
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.max_pool2d(self.conv2(self.scale(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+def vision(name):
+    import torchvision
+    return getattr(torchvision.models, name)(num_classes=10), (2, 3, 32, 32)
+
+
+# ---- planted changes -------------------------------------------------------------------------
+
+def bf16_conv(conv):
+    """The layer computes in bfloat16 (a precision change on one layer)."""
+    def forward(x):
+        return F.conv2d(x.bfloat16(), conv.weight.bfloat16(), None, conv.stride, conv.padding).float()
+    conv.forward = forward
+
+
+def autocast_module(module):
+    """The module runs under CPU autocast to bfloat16."""
+    original = module.forward
+
+    def forward(*args, **kwargs):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return original(*args, **kwargs).float()
+    module.forward = forward
+
+
+def scale_output(module, factor):
+    """An op inserted after the module (a forward hook registered before opdump's own)."""
+    module.register_forward_hook(lambda mod, inputs, output: output * factor)
+
+
+def _scaled_grad(t, factor):
+    if t.requires_grad:
+        t.register_hook(lambda g: g * factor)
+    return t
+
+
+# Each scenario: the model, and what the target changes (before registration, at each step).
+def build(scenario, target, rank):
+    if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data"):
+        model, shape = vision("resnet18")
+    elif scenario in ("inserted", "identical"):
+        model, shape = vision("mobilenet_v2")
+    elif scenario in ("constant", "iteration"):
+        model, shape = Transformer(), (2, 6, 8)
+    elif scenario == "workers":
+        model, shape = Recurrent(), (4, 10, 8)
+    elif scenario == "ranks":
+        model, shape = SmallNet(), (2, 3, 16, 16)
+    elif scenario in ("encoder", "threads"):
+        layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True)
+        model, shape = nn.Sequential(nn.Linear(8, 32), nn.TransformerEncoder(layer, num_layers=3), nn.Flatten(),
+                                     nn.Linear(6 * 32, 10)), (2, 6, 8)
+    elif scenario == "grad_hook":
+        model, shape = SmallNet(), (2, 3, 16, 16)
+    else:
+        raise SystemExit(f"unknown scenario {scenario}")
+    lr = 0.01
+    if target:
+        if scenario == "param":
+            with torch.no_grad():
+                model.layer2[0].conv1.weight.mul_(1.001)
+        elif scenario == "constant":
+            model.layers[1].attn.scale *= 1.001
+        elif scenario == "inserted":
+            scale_output(model.features[5], 1.01)
+        elif scenario == "removed":
+            model.layer3[1].bn2 = nn.Identity()
+        elif scenario == "dtype":
+            bf16_conv(model.layer4[0].conv2)
+        elif scenario == "autocast":
+            autocast_module(model.layer3)
+        elif scenario == "stats_bn":
+            model.layer1[1].bn1.eps = 1e-2
+        elif scenario == "lr":
+            lr = 0.0101
+        elif scenario == "ranks" and rank == 1:
+            model.scale.c = 1.001
+        elif scenario == "encoder":
+            with torch.no_grad():
+                model[1].layers[1].linear2.bias.add_(1e-3)
+        elif scenario == "grad_hook":  # backward only: the gradient reaching conv2's output is scaled
+            original = model.conv2.forward
+            model.conv2.forward = lambda x: _scaled_grad(original(x), 1.01)
+    return model, shape, lr
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--scenario", required=True)
+    p.add_argument("--side", choices=["reference", "target"], required=True)
+    p.add_argument("--config", required=True)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--result")
+    args = p.parse_args()
+
+    torch.manual_seed(0)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(args.threads)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+    model, shape, lr = build(args.scenario, args.side == "target", rank)
+    gen = torch.Generator().manual_seed(1)
+    classes = 10
+    data = [(torch.randn(shape, generator=gen), torch.randint(0, classes, (shape[0],), generator=gen))
+            for _ in range(args.steps)]
+    if args.scenario == "data" and args.side == "target":
+        data = [(x * 1.0001, y) for x, y in data]  # the input pipeline changed
+    loader = data
+    if args.scenario == "workers":
+        dataset = torch.utils.data.TensorDataset(torch.cat([x for x, _ in data]), torch.cat([y for _, y in data]))
+        # The worker processes take their seed from the main process's generator: give the loader
+        # its own, so that the model's numbers do not depend on the number of workers.
+        loader = torch.utils.data.DataLoader(dataset, batch_size=shape[0], num_workers=args.workers,
+                                             generator=torch.Generator().manual_seed(2))
+
+    import opdump
+    opdump.set_dump(args.config)
+    opdump.register_model(model, "net")
+    if world > 1:
+        model = nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    opdump.hook_optimizer(optimizer)
+
+    losses = []
+    for step, (x, y) in enumerate(loader):
+        if args.scenario == "iteration" and args.side == "target" and step >= 1:
+            model.layers[2].gelu_approximate = "tanh"  # the change starts at iteration 1
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    report = opdump.finalize_dump()
+    if args.result:
+        with open(args.result, "w") as f:
+            json.dump({"losses": losses, "report": report}, f)
+    if not report["ok"]:
+        print(f"dump incomplete: {report}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
