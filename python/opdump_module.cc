@@ -25,6 +25,7 @@ py::dict report_dict(const opdump::WriterReport& r, const opdump::DumpCounters& 
   d["bytes_lost"] = r.bytes_lost;
   d["tasks_failed"] = r.tasks_failed;
   d["first_error"] = r.first_error;
+  d["warnings"] = r.warnings;
   d["ok"] = r.ok();
   d["ops"] = c.ops;
   d["tensors"] = c.tensors;
@@ -119,6 +120,9 @@ PYBIND11_MODULE(_opdump, m) {
     return py::make_tuple(c.ops, c.tensors, c.tensor_bytes, c.stat_rows);
   });
   m.def("register_model", [&rt](const std::string& name) { return rt.register_model(name); });
+  m.def("name_tensors", [&rt](std::vector<std::pair<uint64_t, std::string>> tensors) {
+    rt.name_tensors(std::move(tensors));
+  });
   m.def("set_rank", [&rt](uint32_t rank, uint32_t device) { rt.set_rank(rank, device); });
   m.def("rank", [&rt] { return rt.rank(); });
   m.def("push_scope", &opdump::scopes::push, py::arg("element"), py::arg("short_element") = "");

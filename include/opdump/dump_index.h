@@ -42,6 +42,19 @@ struct RecordedStats {
   bool has_nonfinite_counts() const { return nan && neg_inf && pos_inf; }
 };
 
+// The names dump files had before they were shortened to fit the file-name limit: the
+// mapping.csv of each folder (opdump's and MindSpore's), read once per folder.
+class OriginalNames {
+ public:
+  // The original name of the file at `path` (its own name when it was not shortened).
+  std::string of(const std::string& path);
+  // Problems reading a mapping.csv (the names of that folder stay as they are).
+  std::vector<std::string> warnings;
+
+ private:
+  std::map<std::string, std::map<std::string, std::string>> folders_;
+};
+
 // One tensor of a dump.
 struct DumpEntry {
   std::string op_type;
@@ -86,6 +99,8 @@ struct ExecutionOrder {
   std::vector<ExecutedOp> ops;
   // ops index by (iteration, key name, occurrence within the iteration).
   std::map<std::tuple<int64_t, std::string, uint64_t>, size_t> by_name;
+  // What tensors no op produced are (execution_order/tensor_names.csv): "parameter net.fc.weight".
+  std::map<uint64_t, std::string> tensor_names;
   // ops index by (key name, task id, timestamp): places files of folders without an iteration.
   std::map<std::tuple<std::string, uint64_t, uint64_t>, size_t> by_stamp;
   const ExecutedOp* find(int64_t iteration, const std::string& key_name, uint64_t occurrence = 0) const;

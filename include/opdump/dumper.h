@@ -88,8 +88,11 @@ class Dumper {
   // and, for the first dumped iteration of each graph, in graphs/ms_output_trace_code_graph_{graph}.ir,
   // with the ids of its input and output tensors (seed 001's auxiliary files).
   // `source`: where the op was called from ("file.py:line"), when known.
+  // `named`: ids of tensors the adapter knows a name for (parameters), listed once in
+  // execution_order/tensor_names.csv.
   void record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
-                        const std::string& source = "");
+                        const std::string& source = "",
+                        const std::vector<std::pair<uint64_t, std::string>>& named = {});
   // Whether record_execution of this graph goes to graphs/ (only its first dumped iteration
   // does): the adapter looks up source lines only then.
   bool wants_source(uint64_t graph);
@@ -126,9 +129,11 @@ class Dumper {
   // Hands the statistics rows still batched here to the writer threads (the end of a dumped
   // iteration: their lazy statistics get computed while training goes on).
   void flush_pending_rows();
-  // Drains the writer, closes statistic.csv files, warns about kernels entries that never
-  // matched, and returns what was written and lost. Safe to call more than once.
-  WriterReport finalize();
+  // Drains the writer, closes statistic.csv files, warns about what was probably a mistake
+  // (kernels entries and dump_list models that never matched, nothing dumped, iterations asked
+  // for that never came: `last_iteration` is the iteration the run ended in), and returns what
+  // was written and lost. Safe to call more than once.
+  WriterReport finalize(uint64_t last_iteration = UINT64_MAX);
 
  private:
   void dump_to(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
@@ -160,11 +165,13 @@ class Dumper {
   uint64_t exec_iteration_ = UINT64_MAX;
   std::map<uint64_t, std::string> exec_rows_;   // graph -> csv rows of the current iteration
   std::map<uint64_t, std::string> graph_text_;  // graph -> .ir text of its first iteration
+  std::string tensor_names_;                    // rows of execution_order/tensor_names.csv not yet written
   std::set<uint64_t> graphs_done_;
   std::mutex pending_mutex_;
   std::vector<PendingRow> pending_rows_;
   KernelFilter kernels_;
   std::vector<std::pair<std::string, KernelFilter>> model_layers_;  // acl dump_list by model_name
+  std::unique_ptr<std::atomic<bool>[]> model_seen_;                 // per model_layers_ entry: an op of it ran
   std::string run_root_;
   bool device_selected_ = true;
   std::unique_ptr<AsyncWriter> writer_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "opdump/dumper.h"
@@ -64,6 +65,10 @@ class Runtime {
   uint64_t register_model(const std::string& name);
   bool model_enabled(const std::string& name) const;  // registered after the current set_dump
   const ModelInfo* find_model(const std::string& name) const;
+  // What the tensors at these data addresses are ("parameter conv1.weight"), so that a report can
+  // say which parameter differs. Replaces earlier names of the same addresses.
+  void name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors);
+  std::string tensor_name(uint64_t address) const;  // "" when unknown
 
   // Process identity for the layouts and the support_device filter.
   void set_rank(uint32_t rank, uint32_t device_id);
@@ -94,6 +99,7 @@ class Runtime {
   std::shared_ptr<Dumper> dumper_;
   uint64_t generation_ = 0;
   std::vector<ModelInfo> models_;
+  std::unordered_map<uint64_t, std::string> tensor_names_;
   std::vector<RuntimeListener*> listeners_;
   std::atomic<uint64_t> iteration_{0};
   std::atomic<bool> dumping_{false};

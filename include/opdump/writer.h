@@ -31,6 +31,9 @@ struct WriterReport {
   uint64_t bytes_lost = 0;
   uint64_t tasks_failed = 0;
   std::string first_error;  // empty when nothing went wrong
+  // What was probably a mistake (nothing dumped, a model name that matched nothing, ...); each
+  // was also logged. They do not make the dump incomplete.
+  std::vector<std::string> warnings;
   bool ok() const { return files_lost == 0 && tasks_failed == 0 && first_error.empty(); }
 };
 

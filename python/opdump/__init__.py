@@ -136,13 +136,40 @@ def _never_called(module):
     return isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict))
 
 
+def _storage_address(t):
+    return t.data_ptr() - t.storage_offset() * t.element_size()
+
+
+def _tensor_names(module, model_name):
+    """Tells opdump what the model's parameters and buffers are called, by the address of their
+    storage, so that a report can say "parameter layer2.0.conv1.weight differs". Sent again when
+    the tensors moved (model.cuda(), a load that replaced them)."""
+    last = [None]
+
+    def send(mod=None, inputs=None):
+        first = next(module.parameters(), None)
+        signature = _storage_address(first) if first is not None else None
+        if signature == last[0]:
+            return
+        last[0] = signature
+        params = list(module.named_parameters())
+        named = [(_storage_address(t), f"parameter {model_name}.{n}") for n, t in params]
+        named += [(_storage_address(t), f"buffer {model_name}.{n}") for n, t in module.named_buffers()
+                  if t is not None and t.numel() > 0]
+        _opdump.name_tensors([(a, _text(n)) for a, n in named])
+
+    send()
+    return send
+
+
 def register_model(module, name):
     """Registers `module` as model `name`: its ops are named by module path
     (Default/{name}-{Class}/{attr}-{Class}/.../{op}-op{n}) and selected by dump_list model_name/layer.
     Returns the module."""
     name = _text(name)
     _opdump.register_model(name)
-    handles = list(_scope_hooks(module, [(f"{name}-{type(module).__name__}", name)], model_name=name))
+    handles = [module.register_forward_pre_hook(_tensor_names(module, name))]
+    handles += _scope_hooks(module, [(f"{name}-{type(module).__name__}", name)], model_name=name)
     modules = dict(module.named_modules())
     for attr, sub in modules.items():
         if sub is module or _never_called(sub):

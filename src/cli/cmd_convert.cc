@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "commands.h"
+#include "opdump/statistic_csv.h"
+#include "opdump/dump_index.h"
 #include "opdump/dump_files.h"
 #include "opdump/ascend_bin.h"
 #include "opdump/device_format.h"
@@ -90,10 +92,12 @@ struct ConvertOptions {
   Shape shape;               // --shape: the logical shape when the header has none
 };
 
-void convert_bin(const DumpFile& f, const std::string& out_root, const ConvertOptions& o, Counts& counts) {
+void convert_bin(const DumpFile& f, const std::string& out_root, const ConvertOptions& o, OriginalNames& names,
+                 Counts& counts) {
   BinDump dump = read_ascend_bin(f.path);
   const std::string dir = out_folder_for(out_root, f);
   const std::string base = base_name(f.path);
+  const std::string original = names.of(f.path);  // differs when the dump shortened a long name
   for (int pass = 0; pass < 2; ++pass) {
     const auto& list = pass == 0 ? dump.inputs : dump.outputs;
     for (size_t i = 0; i < list.size(); ++i) {
@@ -107,9 +111,11 @@ void convert_bin(const DumpFile& f, const std::string& out_root, const ConvertOp
                                           " and the header has no original shape: give --shape");
           t = to_host_format(t, list[i].format, logical, f.path + " " + what);
         }
-        const std::string stem = dir + "/" + base + "." + what + "." + shape_to_dims(t.shape);
-        if (o.to == "txt") write_txt(t, stem + ".txt");
-        else write_npy(stem + ".npy", t.view());
+        const std::string suffix = "." + what + "." + shape_to_dims(t.shape) + (o.to == "txt" ? ".txt" : ".npy");
+        if (o.to == "txt") write_txt(t, dir + "/" + base + suffix);
+        else write_npy(dir + "/" + base + suffix, t.view());
+        if (original != base)  // readers find the op's name through the folder's mapping.csv, as in the dump
+          append_to_file(dir + "/mapping.csv", csv_escape(base + suffix) + "," + csv_escape(original + suffix) + "\n");
         ++counts.converted;
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s %s: %s\n", f.path.c_str(), what.c_str(), e.what());
@@ -161,9 +167,10 @@ void add_convert_command(CLI::App& app, int* exit_code) {
     if (files.size() == 1 && files[0].relative.empty() && files[0].kind == DumpFileKind::Other) read_ascend_bin(src);
     make_dirs(out);
     Counts counts;
+    OriginalNames names;
     for (const auto& f : files) {
       try {
-        if (f.kind == DumpFileKind::Bin) convert_bin(f, out, o, counts);
+        if (f.kind == DumpFileKind::Bin) convert_bin(f, out, o, names, counts);
         else if (f.kind == DumpFileKind::Npy && to != "npy") convert_npy(f, out, counts);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "opdump/dump_index.h"
 #include "opdump/dump_files.h"
 #include "opdump/ascend_bin.h"
 #include "opdump/error.h"
@@ -42,12 +43,12 @@ struct Row {
   std::string label;  // file (and tensor) shown in the table
 };
 
-void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows) {
+void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, OriginalNames& names, std::vector<Row>& rows) {
   StatsOptions so;
   so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
   so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
-  const std::string name = base_name(f.path);
-  const std::string label = f.relative.empty() ? name : f.relative;
+  const std::string name = names.of(f.path);  // as written, before a long name was shortened
+  const std::string label = f.relative.empty() ? base_name(f.path) : f.relative;
   ParsedDumpName parsed;
   const bool named = parse_dump_file_name(name, &parsed);
   auto make = [&](const Tensor& t, IoKind io, uint32_t slot, const std::string& shown) {
@@ -109,15 +110,17 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     const auto cats = parse_categories(categories);
     std::vector<Row> rows;
     int failed = 0;
+    OriginalNames names;
     for (const auto& f : scan_dump(path)) {
       if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin) continue;
       try {
-        add_rows(f, cats, rows);
+        add_rows(f, cats, names, rows);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++failed;
       }
     }
+    for (const auto& w : names.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
     if (!csv.empty()) {
       AtomicFileWriter out(csv);
       out.write(statistic_csv_header(cats));

@@ -273,8 +273,13 @@ struct ThreadState {
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
   StatsCache cache;
-  // Positions of the arguments each operator writes to (schema alias annotations "(a!)").
-  std::unordered_map<std::string, std::vector<uint32_t>> written_args;
+  // Per operator overload (its schema's name pointer is one per overload): the arguments it writes
+  // to (schema alias annotations "(a!)"), and among them its out= buffers.
+  struct WrittenArgs {
+    std::vector<uint32_t> written;
+    std::vector<uint32_t> out;  // keyword-only "(a!)" arguments: what they held before does not matter
+  };
+  std::unordered_map<const char*, WrittenArgs> written_args;
 };
 
 ThreadState& state() {
@@ -300,6 +305,7 @@ struct OpCtx final : at::ObserverContext {
   bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
   bool executed = false;    // an op of the configured level: listed in the execution order
   std::vector<uint64_t> input_ids;
+  std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
   uint64_t thread_id = 0;
   std::string short_name;  // forward api ops: the name as backward names embed it
@@ -367,30 +373,49 @@ bool is_operator(const char* name) {
 
 // Tensors an op writes to in place. Not every kernel bumps the version counter of what it
 // writes (native_batch_norm's running statistics, say), so the statistics cache forgets them.
+const ThreadState::WrittenArgs& written_args(const at::RecordFunction& fn, ThreadState& ts) {
+  static const ThreadState::WrittenArgs none;
+  auto it = ts.written_args.find(fn.name());
+  if (it != ts.written_args.end()) return it->second;
+  auto schema = fn.operator_schema();
+  if (!schema) return none;  // not a dispatcher op: nothing cached (its name may be a temporary)
+  ThreadState::WrittenArgs w;
+  const auto& args = schema->arguments();
+  // PyTorch 1.x does not annotate the running statistics batch_norm kernels update in place.
+  const bool batch_norm = std::strstr(fn.name(), "batch_norm") != nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
+    if (writes || (batch_norm && (args[i].name() == "running_mean" || args[i].name() == "running_var")))
+      w.written.push_back(static_cast<uint32_t>(i));
+    if (writes && args[i].kwarg_only()) w.out.push_back(static_cast<uint32_t>(i));
+  }
+  return ts.written_args.emplace(fn.name(), std::move(w)).first->second;
+}
+
+// The dump slots of an op's out= buffers (their bytes before the op ran are whatever was there).
+std::vector<bool> out_buffer_slots(const at::RecordFunction& fn, ThreadState& ts) {
+  const auto& out = written_args(fn, ts).out;
+  std::vector<bool> slots;
+  const auto inputs = fn.inputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const size_t n = tensors_of(c10::ArrayRef<c10::IValue>(&inputs[i], 1)).size();
+    const bool is_out = std::find(out.begin(), out.end(), static_cast<uint32_t>(i)) != out.end();
+    slots.insert(slots.end(), n, is_out);
+  }
+  return slots;
+}
+
 void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<const c10::TensorImpl*>& out,
                      std::vector<const c10::StorageImpl*>& storages) {
-  auto it = ts.written_args.find(fn.name());
-  if (it == ts.written_args.end()) {
-    std::vector<uint32_t> positions;
-    if (auto schema = fn.operator_schema()) {
-      const auto& args = schema->arguments();
-      // PyTorch 1.x does not annotate the running statistics batch_norm kernels update in place.
-      const bool batch_norm = std::strstr(fn.name(), "batch_norm") != nullptr;
-      for (size_t i = 0; i < args.size(); ++i)
-        if ((args[i].alias_info() && args[i].alias_info()->isWrite()) ||
-            (batch_norm && (args[i].name() == "running_mean" || args[i].name() == "running_var")))
-          positions.push_back(static_cast<uint32_t>(i));
-    }
-    it = ts.written_args.emplace(fn.name(), std::move(positions)).first;
-  }
-  if (it->second.empty()) return;
+  const auto& positions = written_args(fn, ts).written;
+  if (positions.empty()) return;
   auto add = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     out.push_back(t.unsafeGetTensorImpl());
     if (const c10::StorageImpl* storage = storage_of(t)) storages.push_back(storage);
   };
   const auto inputs = fn.inputs();
-  for (uint32_t i : it->second) {
+  for (uint32_t i : positions) {
     if (i >= inputs.size()) continue;
     if (inputs[i].isTensor()) {
       add(inputs[i].toTensor());
@@ -614,7 +639,7 @@ class Observer final : public RuntimeListener {
     ctx->record.iteration = Runtime::instance().iteration();
     ctx->executed = true;
     std::vector<bool> uninitialized;
-    ids_.ids(fn.inputs(), ctx->input_ids, false, &uninitialized);
+    ids_.ids(fn.inputs(), ctx->input_ids, false, &uninitialized, &ctx->named);
     // CANN applies an acl model dump to models loaded after it was configured; every other dump
     // and every debug scene observes every model.
     if (!model.empty() && config.model_dump_needs_reload() && !Runtime::instance().model_enabled(model)) return ctx;
@@ -628,9 +653,14 @@ class Observer final : public RuntimeListener {
     if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
 
     ctx->selected = true;
-    if (config.dumps_inputs())
+    if (config.dumps_inputs()) {
+      if (!written_args(fn, ts).out.empty()) {
+        const std::vector<bool> out = out_buffer_slots(fn, ts);
+        for (size_t i = 0; i < out.size() && i < uninitialized.size(); ++i) uninitialized[i] = uninitialized[i] || out[i];
+      }
       capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages,
                   &uninitialized);
+    }
     if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
   }
@@ -670,14 +700,14 @@ class Observer final : public RuntimeListener {
     if (!dumper) return;
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
-    ids_.ids(fn.outputs(), output_ids, /*written=*/true);
+    ids_.ids(fn.outputs(), output_ids, /*written=*/true, nullptr, &ctx->named);
     std::string source;
     if (dumper->wants_source(ctx->record.model_id)) {
       ts.busy = true;
       source = Runtime::instance().python_location();
       ts.busy = false;
     }
-    dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source);
+    dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
     if (ctx->in_scene) {
       for (const at::Tensor& t : tensors_of(fn.outputs()))
         ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
@@ -733,8 +763,8 @@ class Observer final : public RuntimeListener {
   }
 
   // `written`: storages the op is about to modify (statistics of what reads them are computed at once).
-  // `uninitialized`: per tensor, memory no op has written yet (an output buffer from empty()):
-  // dumped as an empty placeholder, like an undefined tensor, since its bytes mean nothing.
+  // `uninitialized`: per tensor, memory whose bytes mean nothing yet (a buffer from empty() no op
+  // wrote, an out= argument): dumped as an empty placeholder, like an undefined tensor.
   template <typename Values>
   void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
                    uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr,

@@ -1,5 +1,7 @@
 #include "tensor_ids.h"
 
+#include "opdump/runtime.h"
+
 namespace opdump::pt::detail {
 namespace {
 
@@ -13,12 +15,20 @@ bool whole_storage(const at::Tensor& t) {
 
 }  // namespace
 
-TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t) {
+TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   if (!has_storage(t)) return nullptr;
   const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
   auto it = entries_.find(key);
-  if (it == entries_.end()) it = entries_.emplace(key, Entry{t.storage().getWeakStorageImpl(), next_++}).first;
+  if (it == entries_.end()) {
+    it = entries_.emplace(key, Entry{t.storage().getWeakStorageImpl(), next_++}).first;
+    if (fresh) *fresh = true;
+  }
   return &it->second;
+}
+
+void TensorIds::name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) {
+  std::string name = Runtime::instance().tensor_name(reinterpret_cast<uint64_t>(t.storage().data()));
+  if (!name.empty()) named.emplace_back(id, std::move(name));
 }
 
 void TensorIds::mark(const at::Tensor& t, bool uninitialized) {

@@ -22,16 +22,20 @@ class TensorIds {
   // wrote them (its results): their storages hold data from now on. `uninitialized`, when given,
   // says per tensor whether its storage came from an empty-like op and was not written since:
   // its bytes are whatever the allocator left there, the same in no two runs.
+  // `named` gets (id, name) of tensors seen for the first time that have a name (parameters
+  // and buffers of registered models, Runtime::tensor_name).
   template <typename Values>
   void ids(const Values& values, std::vector<uint64_t>& out, bool written = false,
-           std::vector<bool>* uninitialized = nullptr) {
+           std::vector<bool>* uninitialized = nullptr, std::vector<std::pair<uint64_t, std::string>>* named = nullptr) {
     const std::vector<at::Tensor> tensors = tensors_of(values);
     std::lock_guard<std::mutex> lock(mutex_);
     for (const at::Tensor& t : tensors) {
-      Entry* e = entry_locked(t);
+      bool fresh = false;
+      Entry* e = entry_locked(t, &fresh);
       out.push_back(e ? e->id : kNone);
       if (uninitialized) uninitialized->push_back(e && e->uninitialized);
       if (e && written) e->uninitialized = false;
+      if (fresh && named) name_of(t, e->id, *named);
     }
   }
   // A storage an empty-like op made (garbage until written), or one an op the dump skips wrote
@@ -49,7 +53,8 @@ class TensorIds {
     uint64_t id;
     bool uninitialized = false;
   };
-  Entry* entry_locked(const at::Tensor& t);  // nullptr for tensors without storage
+  Entry* entry_locked(const at::Tensor& t, bool* fresh = nullptr);  // nullptr for tensors without storage
+  static void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named);
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, Entry> entries_;
   uint64_t next_ = 1;

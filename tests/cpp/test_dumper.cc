@@ -140,3 +140,32 @@ TEST(Dumper, UnwritablePathIsAnErrorAtStart) {
   }
   EXPECT_THROW(Dumper d(c), Error);
 }
+
+TEST(Dumper, FinalizeWarnsAboutWhatWasProbablyAMistake) {
+  test::TempDir dir;
+  // a dump_list model that never ran, and one that did with a layer that matched nothing
+  Dumper acl(parse_config(R"({"dump": {"dump_path": ")" + dir.path() +
+                              R"(", "dump_list": [{"model_name": "resnt"}, {"model_name": "net", "layer": ["conv9"]}]}})",
+                          "t", no_env()));
+  EXPECT_TRUE(acl.op_selected("net", "Default/net-Net/conv1-Conv2d/conv2d-op0", "conv2d") == false);
+  const auto warnings = acl.finalize(0).warnings;
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("model_name \"resnt\" matched no model that ran"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("layer \"conv9\" of model \"net\" matched no operator"), std::string::npos) << warnings[1];
+
+  // iterations after 0 asked for, but the run never left iteration 0
+  std::string text = ms_config(dir / "ms", "");
+  text.replace(text.find("\"0|2\""), 5, "\"2\"");
+  Dumper ms(parse_config(text, "t", no_env()));
+  const auto steps = ms.finalize(0).warnings;
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_NE(steps[0].find("no iteration ended"), std::string::npos) << steps[0];
+  Dumper stepped(parse_config(text, "t", no_env()));
+  const auto nothing = stepped.finalize(5).warnings;  // iterations did end: only "nothing was dumped"
+  ASSERT_EQ(nothing.size(), 1u);
+  EXPECT_NE(nothing[0].find("nothing was dumped"), std::string::npos);
+
+  Dumper used(parse_config(ms_config(dir / "used", ""), "t", no_env()));
+  used.dump_op(op("Add", "Default/add-op0", 0, 0), {}, {tensor_of({1})});
+  EXPECT_TRUE(used.finalize(3).warnings.empty());
+}

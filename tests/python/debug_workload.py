@@ -67,6 +67,7 @@ def main():
     p.add_argument("scene")
     p.add_argument("--config")
     p.add_argument("--context", help="use `with opdump.dumper(check_overflow=True, dump_path=...)`")
+    p.add_argument("--register", action="store_true", help="register the model before the context")
     p.add_argument("--result", required=True)
     p.add_argument("--device", default="cpu")
     p.add_argument("--fp16-plant", action="store_true", help="square values so that a mul leaves float16's range first")
@@ -80,6 +81,8 @@ def main():
         model = PlantedOverflow(args.fp16_plant).to(args.device)
         x = x.to(args.device)
         if args.context:
+            if args.register:
+                model = opdump.register_model(model, "net")
             with opdump.dumper(check_overflow=True, dump_path=args.context) as d:
                 model(x).sum().backward()
             out.update(root_cause=d.root_cause, overflows=d.overflows, root=d.root)

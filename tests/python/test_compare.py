@@ -315,3 +315,50 @@ def test_kernel_names_of_another_device_are_aligned(workload, run, tmp_path):
     conv = [r for r in rows if "convolution" in r["OpType"] and "mkldnn" in r["Target"]]
     assert conv and all(r["Match"] == "aligned" and "cudnn_convolution" in r["Reference"] for r in conv)
     assert {r["Result"] for r in conv} == {"pass"}
+
+
+def test_fail_on_gates_a_ci_job(workload, run, tmp_path):
+    good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
+    same = workload("small", steps=1, config=ms_config(tmp_path / "same"))
+    bad = workload("small", steps=1, config=ms_config(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    # without --fail-on a divergence is a finding, not a failure of the tool
+    run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "o1", "-q", check=0)
+    proc = run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "o2", "-q",
+               "--fail-on", "warning", check=3)
+    assert "--fail-on warning" in proc.stderr
+    summary = json.loads((tmp_path / "o2" / "compare_summary.json").read_text())
+    assert summary["error"] + summary["warning"] > 0  # the reports are written all the same
+    run("compare", same["report"]["root"], good["report"]["root"], "-o", tmp_path / "o3", "-q",
+        "--fail-on", "warning", check=0)
+    run("compare", same["report"]["root"], good["report"]["root"], "-o", tmp_path / "o4", "--fail-on", "never",
+        check=2)
+
+
+def test_a_file_against_a_folder_or_unrelated_dumps_are_errors(workload, run, tmp_path):
+    good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
+    a_file = next(p for p in (tmp_path / "good").rglob("*.npy"))
+    proc = run("compare", a_file, good["report"]["root"], "-o", tmp_path / "o", check=1)
+    assert "compare two files or two folders" in proc.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    np.save(other / "something_else.npy", np.ones(3, np.float32))
+    np.save(other / "and_more.npy", np.ones(4, np.float32))
+    proc = run("compare", other, good["report"]["root"], "-o", tmp_path / "o", check=1)
+    assert "has a partner" in proc.stderr
+    assert not (tmp_path / "o" / "compare_result.csv").exists()  # nothing half-written
+
+
+def test_rows_and_summary_carry_rank_and_iteration(workload, run, tmp_path):
+    good = workload("small", steps=2, config=ms_config(tmp_path / "good", iteration="1"))
+    bad = workload("small", steps=2, config=ms_config(tmp_path / "bad", iteration="1"),
+                   env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    rows = rows_of(tmp_path / "out")
+    assert {(r["Rank"], r["Iteration"]) for r in rows} == {("0", "1")}
+    first = json.loads((tmp_path / "out" / "compare_summary.json").read_text())["first_divergence"]
+    # only iteration 1 was dumped: iteration 0's update already changed the weights, so the first
+    # op reading one is named, with the weight (made by no dumped op) as the reason
+    assert (first["rank"], first["iteration"], first["op_type"]) == (0, 1, "conv2d")
+    assert "input 1 (parameter net.conv1.weight) differs: no dumped op produced it" in first["cause"], first
+    html = (tmp_path / "out" / "compare_report.html").read_text()
+    assert 'id="first-row"' in html and "rank 0, iteration 1" in html

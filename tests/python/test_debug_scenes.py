@@ -114,6 +114,15 @@ def test_context_manager_of_seed_003(scene, tmp_path):
     assert [e["op_type"] for e in out["overflows"]][0] == "exp"
 
 
+def test_overflow_scene_checks_models_registered_before_it(scene, tmp_path):
+    # the registered-before-config rule is CANN's for acl model dumps only: a debug scene sees every model
+    out, err = scene("overflow", extra=["--context", str(tmp_path / "ctx"), "--register"])
+    assert out["root_cause"]["op_type"] == "exp"
+    assert out["root_cause"]["op_name"] == "Default/net-PlantedOverflow/exp-op0"
+    assert out["root_cause"]["inputs_finite"] is True
+    assert out["root_cause"]["rank"] == 0
+
+
 def test_offline_scan_of_a_full_dump_names_the_same_op(scene, run, tmp_path):
     cfg = {"dump": {"dump_path": str(tmp_path / "d"), "dump_list": [{"model_name": "net"}], "dump_mode": "all"}}
     out, _ = scene("overflow", cfg)
@@ -142,6 +151,10 @@ def test_offline_scan_of_bad_input_is_a_clear_error(run, tmp_path):
     bad.write_bytes(b"\x93NUMPY\x01\x00\xff\xff{'descr': '<f4'")
     proc = run("overflow", bad, check=1)
     assert "x.npy" in proc.stderr
+    # a folder without any dump is an error, not "0 overflowing ops"
+    (tmp_path / "empty").mkdir()
+    proc = run("overflow", tmp_path / "empty", check=1)
+    assert "no npy, bin or statistic.csv files" in proc.stderr
 
 
 # ---- exception dump -----------------------------------------------------------------------------

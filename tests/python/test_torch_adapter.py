@@ -54,6 +54,83 @@ def test_names_identical_across_runs(workload, tmp_path):
         assert ka == kb and len(ka) > 50
 
 
+def model_names(folder):
+    return {k[1] for k in dr.tensors(folder) if k[1].startswith(("Default_net", "Gradients_Default_net"))}
+
+
+def test_model_op_names_do_not_shift_with_iterations_or_unrelated_ops(workload, tmp_path):
+    a = workload("small", steps=2, config=ms_config(tmp_path / "a", iteration="0|1"))
+    b = workload("small", steps=2, config=ms_config(tmp_path / "b", iteration="0|1"),
+                 env={"OPDUMP_TEST_EXTRA_OPS": "1"})
+    names = {(run, it): model_names(iteration_folder(r["report"]["root"], it))
+             for run, r in (("a", a), ("b", b)) for it in (0, 1)}
+    # SGD's momentum buffers make iteration 0's optimizer ops differ from iteration 1's: the model's
+    # ops keep their names; ops outside the model in one run only rename nothing of the model
+    assert len(names["a", 0]) == 12  # 6 forward, 6 backward
+    assert names["a", 0] == names["a", 1] == names["b", 0] == names["b", 1]
+    every_a = {k[1] for k in dr.tensors(iteration_folder(a["report"]["root"], 0))}
+    every_b = {k[1] for k in dr.tensors(iteration_folder(b["report"]["root"], 0))}
+    assert every_b - every_a == {"Default_mul-op0", "Default_add-op0", "Default_sum-op0"}  # the extra ops alone
+    assert every_a <= every_b  # no op of run a changed its name
+
+
+def test_backward_keeps_forward_names_under_bf16_autocast(workload, tmp_path):
+    r = workload("small", steps=1, config=ms_config(tmp_path / "d"), extra=["--bf16"])
+    backward = {k[1] for k in dr.tensors(iteration_folder(r["report"]["root"], 0)) if k[1].startswith("Gradients_")}
+    # autocast dispatches the forward ops (fn.seqNr() is -1 there): their nodes still find them
+    assert "Gradients_Default_net_conv1-Conv2d_conv2d-op0_ConvolutionBackward0_convolution_backward-op0" in backward
+    assert all(n.startswith(("Gradients_Default_", "Gradients_AccumulateGrad-", "Gradients_ToCopyBackward0-"))
+               for n in backward), backward
+
+
+def test_deep_models_need_no_generated_names(tmp_path):
+    code = ("import torch, torchvision, opdump, json, sys\n"
+            "opdump.set_dump(sys.argv[1])\n"
+            "m = opdump.register_model(torchvision.models.mobilenet_v2(num_classes=10), 'mobilenet')\n"
+            "m(torch.randn(2, 3, 32, 32)).sum().backward()\n"
+            "print(json.dumps(opdump.finalize_dump()))\n")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0")))
+    proc = subprocess.run([PYTHON, "-c", code, str(cfg)], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["files_written"] > 1000
+    folder = tmp_path / "d" / "rank_0" / "net" / "0" / "0"
+    assert not (folder / "mapping.csv").exists()
+    names = os.listdir(folder)
+    assert max(map(len, names)) <= 255 and all(dr.NPY.match(n) for n in names if n.endswith(".npy"))
+
+
+def test_generated_names_are_stable_and_every_reader_resolves_them(run, tmp_path):
+    model = "m" * 120  # forces names over 255 bytes at kernel level
+    code = ("import torch, opdump, sys\n"
+            "torch.manual_seed(0)\n"
+            "opdump.set_dump(sys.argv[1])\n"
+            f"m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), {model!r})\n"
+            "m(torch.randn(2, 4)).sum().backward()\n"
+            "opdump.finalize_dump()\n")
+    generated = []
+    for side in ("a", "b"):
+        cfg = tmp_path / f"{side}.json"
+        cfg.write_text(json.dumps(ms_config(tmp_path / side, iteration="0", level="kernel")))
+        proc = subprocess.run([PYTHON, "-c", code, str(cfg)], capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+        assert proc.returncode == 0, proc.stderr
+        with open(tmp_path / side / "rank_0" / "net" / "0" / "0" / "mapping.csv") as f:
+            rows = list(csv.reader(f))
+        # the op-name field is the same in every run (only the timestamp field differs)
+        generated.append(sorted(row[0].split(".")[1] for row in rows))
+        assert all(len(row[0]) <= 255 and len(row[1]) > 255 for row in rows)
+    assert generated[0] == generated[1] and generated[0]
+    proc = run("compare", tmp_path / "a", tmp_path / "b", "-o", tmp_path / "out", "-q", check=0)
+    assert "no divergence found" in proc.stdout
+    assert all(row["Match"] == "name" for row in csv.DictReader(open(tmp_path / "out" / "compare_result.csv")))
+    run("stats", tmp_path / "a", "--csv", tmp_path / "stats.csv", check=0)
+    rows = list(csv.DictReader(open(tmp_path / "stats.csv")))
+    long_rows = [r for r in rows if model in r["Op Name"]]
+    assert long_rows and {r["IO"] for r in long_rows} == {"input", "output"}
+
+
 def test_dumping_never_changes_training(workload, tmp_path):
     plain = workload("small", steps=4)
     dumped = workload("small", steps=4, config=ms_config(tmp_path / "d", saved_data="full"))

@@ -18,7 +18,8 @@ class Small(nn.Module):
     """Conv -> BN -> ReLU -> pool -> Linear: every kind of op a training step has, quickly.
 
     OPDUMP_TEST_PLANT_BUG=1 gives bn1 a different eps (a slightly wrong batch_norm);
-    OPDUMP_TEST_RENAME=1 calls conv1 "stem" (same computation, other names)."""
+    OPDUMP_TEST_RENAME=1 calls conv1 "stem" (same computation, other names);
+    OPDUMP_TEST_EXTRA_OPS=1 runs unrelated ops before each step (same numbers, more ops)."""
 
     def __init__(self):
         super().__init__()
@@ -101,6 +102,8 @@ def main():
 
     losses = []
     for x, y in data:
+        if os.environ.get("OPDUMP_TEST_EXTRA_OPS"):
+            torch.ones(4).mul(3).add(1).sum()  # bookkeeping outside the model
         opt.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
             out = model(x)

@@ -285,8 +285,9 @@ class OriginFinder {
       if (rows_[r].failed()) failed.push_back(slot);
     f.cause = (failed.size() > 1 ? "outputs " : "output ") + slot_list(failed) + " differ" + (failed.size() > 1 ? "" : "s");
     if (!differing_external.empty())
-      f.cause += "; input " + slot_list(differing_external) +
-                 " differs and no dumped op produced it (a parameter, constant or data batch)";
+      f.cause += "; " + inputs_text(op, differing_external) + (differing_external.size() > 1 ? " differ" : " differs") +
+                 ": no dumped op produced " + (differing_external.size() > 1 ? "them" : "it") +
+                 unnamed_note(op, differing_external);
     if (!changed_between.empty())
       f.cause += "; input " + slot_list(changed_between) +
                  " differs although the op that produced it matches (changed in between by something the dump does not show)";
@@ -295,14 +296,38 @@ class OriginFinder {
       else if (op.exec) f.cause += "; every input produced by a dumped op matches";
       else f.cause += "; its dumped inputs match";
       if (!unknown_external.empty())
-        f.cause += "; input " + slot_list(unknown_external) +
-                   " came from no dumped op (a parameter, constant or data batch) and was not dumped";
+        f.cause += "; " + inputs_text(op, unknown_external) + " came from no dumped op and " +
+                   (unknown_external.size() > 1 ? "were" : "was") + " not dumped" + unnamed_note(op, unknown_external);
       else if (op.exec && !no_inputs_known)
         f.cause += " (so a constant, setting or computation of the op itself differs)";
     }
     f.source = find_source_line(*rows_[op.first_row].target);
     reaches_from(c, true);
     return true;
+  }
+
+  // The name the dump recorded for an input no dumped op produced ("parameter net.fc.weight"), or "".
+  std::string input_name(const Op& op, uint32_t slot) const {
+    const auto& names = target_.index->order.at(op.rank).tensor_names;
+    auto it = names.find(op.exec->inputs[slot]);
+    return it == names.end() ? std::string() : it->second;
+  }
+
+  // "input 1 (parameter net.conv1.weight)", "inputs 0 and 2 (parameter net.fc.bias)"
+  std::string inputs_text(const Op& op, const std::vector<uint32_t>& slots) const {
+    std::string named;
+    for (uint32_t s : slots) {
+      const std::string name = input_name(op, s);
+      if (!name.empty()) named += (named.empty() ? "" : "; ") + (slots.size() > 1 ? std::to_string(s) + ": " : "") + name;
+    }
+    return (slots.size() > 1 ? "inputs " : "input ") + slot_list(slots) + (named.empty() ? "" : " (" + named + ")");
+  }
+
+  // What the inputs without a recorded name can be.
+  std::string unnamed_note(const Op& op, const std::vector<uint32_t>& slots) const {
+    for (uint32_t s : slots)
+      if (input_name(op, s).empty()) return " (a parameter, constant or data batch)";
+    return "";
   }
 
   bool origin_extra(size_t extra, size_t consumer) {

@@ -58,6 +58,8 @@ Dumper::Dumper(DumpConfig config, DumperOptions options)
     watch_nodes_ = KernelFilter(nodes, "dump.dump_list[].watcher_nodes");
     watch_layers_ = KernelFilter(layers, "dump.dump_list[].layer");
   }
+  model_seen_ = std::make_unique<std::atomic<bool>[]>(model_layers_.size());
+  for (size_t i = 0; i < model_layers_.size(); ++i) model_seen_[i].store(false);
   device_selected_ = config_.device_selected(options_.device_id);
   if (config_.dump_path.empty()) throw Error("dump path is empty (the config does not enable dumping)");
   check_writable(config_.dump_path);
@@ -96,8 +98,12 @@ bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, 
     case Dialect::Acl: {
       if (model_layers_.empty()) return !model_name.empty() || config_.op_switch;
       if (model_name.empty()) return config_.op_switch;
-      for (const auto& [name, layers] : model_layers_)
-        if (name == model_name) return layers.empty() || layers.matches(op_name, op_type);
+      for (size_t i = 0; i < model_layers_.size(); ++i) {
+        const auto& [name, layers] = model_layers_[i];
+        if (name != model_name) continue;
+        if (!model_seen_[i].load(std::memory_order_relaxed)) model_seen_[i].store(true, std::memory_order_relaxed);
+        return layers.empty() || layers.matches(op_name, op_type);
+      }
       return false;
     }
     case Dialect::MindSpore:
@@ -293,8 +299,9 @@ bool Dumper::wants_source(uint64_t graph) {
 }
 
 void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
-                              const std::string& source) {
+                              const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
   std::lock_guard<std::mutex> lock(exec_mutex_);
+  for (const auto& [id, name] : named) tensor_names_ += std::to_string(id) + "," + csv_escape(name) + "\n";
   if (op.iteration != exec_iteration_) {
     flush_execution_locked();
     exec_iteration_ = op.iteration;
@@ -326,12 +333,19 @@ void Dumper::flush_execution_locked() {
   const std::string graph_dir = join_path(run_root_, "graphs");
   auto rows = std::make_shared<std::map<uint64_t, std::string>>(std::move(exec_rows_));
   auto graphs = std::make_shared<std::map<uint64_t, std::string>>(std::move(graph_text_));
+  auto names = std::make_shared<std::string>(std::move(tensor_names_));
   exec_rows_.clear();
   graph_text_.clear();
+  tensor_names_.clear();
   for (const auto& [graph, text] : *graphs) graphs_done_.insert(graph);
   const uint64_t iteration = exec_iteration_;
-  writer_->run(1024, [this, rows, graphs, order_dir, graph_dir, iteration] {
+  writer_->run(1024, [this, rows, graphs, names, order_dir, graph_dir, iteration] {
     make_dirs(order_dir);
+    if (!names->empty()) {
+      const std::string path = order_dir + "/tensor_names.csv";
+      const bool fresh = ::access(path.c_str(), F_OK) != 0;
+      append_to_file(path, (fresh ? "Tensor,Name\n" : "") + *names);
+    }
     for (const auto& [graph, text] : *rows) {
       const std::string g = std::to_string(graph);
       const std::string path = order_dir + "/ms_execution_order_graph_" + g + ".csv";
@@ -369,7 +383,7 @@ DumpCounters Dumper::counters() const {
   return DumpCounters{ops_.load(), tensors_.load(), tensor_bytes_.load(), stat_rows_.load()};
 }
 
-WriterReport Dumper::finalize() {
+WriterReport Dumper::finalize(uint64_t last_iteration) {
   if (finalized_) return final_report_;
   flush_pending_rows();
   {
@@ -381,11 +395,26 @@ WriterReport Dumper::finalize() {
   statistics_->close_all();
   finalized_ = true;
   final_report_ = writer_->report();
+  auto& warnings = final_report_.warnings;
   for (const auto& e : kernels_.unmatched_entries())
-    log_warning("common_dump_settings.kernels entry \"" + e + "\" matched no operator");
-  for (const auto& [model, layers] : model_layers_)
+    warnings.push_back("common_dump_settings.kernels entry \"" + e + "\" matched no operator");
+  for (size_t i = 0; i < model_layers_.size(); ++i) {
+    const auto& [model, layers] = model_layers_[i];
+    if (!model_seen_[i].load()) {
+      warnings.push_back("dump_list model_name \"" + model + "\" matched no model that ran (registered models " +
+                         "are named by register_model / ModelScope / ScriptModel; CANN dumps only models loaded " +
+                         "after the config)");
+      continue;
+    }
     for (const auto& e : layers.unmatched_entries())
-      log_warning("dump_list layer \"" + e + "\" of model \"" + model + "\" matched no operator");
+      warnings.push_back("dump_list layer \"" + e + "\" of model \"" + model + "\" matched no operator");
+  }
+  if (last_iteration == 0 && !config_.iterations.contains(0) && config_.iterations.next_after(0) != UINT64_MAX)
+    warnings.push_back("the dump asks for iterations after 0 (" + config_.iterations.to_string() +
+                       ") but no iteration ended: call opdump.step() after each one, or opdump.hook_optimizer(optimizer)");
+  if (config_.scene == Scene::Normal && device_selected_ && ops_.load() == 0 && warnings.empty())
+    warnings.push_back("nothing was dumped: no operator of the selected iterations, models and kernels ran");
+  for (const auto& w : warnings) log_warning(w);
   if (!final_report_.ok())
     log_error("dump incomplete: " + std::to_string(final_report_.files_lost) + " files (" +
               std::to_string(final_report_.bytes_lost) + " bytes) lost, " + std::to_string(final_report_.tasks_failed) +

@@ -37,6 +37,27 @@ RecordedStats RecordedStats::of(const TensorStats& s) {
   return r;
 }
 
+std::string OriginalNames::of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  auto [it, fresh] = folders_.try_emplace(folder);
+  if (fresh) {
+    const std::string mapping = folder + "/mapping.csv";
+    std::ifstream in(mapping, std::ios::binary);
+    if (in) {
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      try {
+        for (const auto& r : parse_csv("generated,original\n" + text, mapping).rows) it->second[r[0]] = r[1];
+      } catch (const Error& e) {
+        warnings.push_back(std::string(e.what()) + " (long names in that folder stay unresolved)");
+      }
+    }
+  }
+  auto found = it->second.find(name);
+  return found == it->second.end() ? name : found->second;
+}
+
 std::vector<uint32_t> DumpIndex::ranks() const {
   std::set<uint32_t> s;
   for (const auto& e : entries) s.insert(e.rank());
@@ -60,20 +81,6 @@ std::string absolute_folder(const std::string& path) {
   std::error_code ec;
   auto abs = std::filesystem::absolute(path, ec);
   return (ec ? std::filesystem::path(path) : abs).lexically_normal().string();
-}
-
-// mapping.csv of a folder: generated file name -> original (opdump's and MindSpore's).
-std::unordered_map<std::string, std::string> read_name_mapping(const std::string& path, std::vector<std::string>& warnings) {
-  std::unordered_map<std::string, std::string> out;
-  try {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(path, "cannot read", errno);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (const auto& r : parse_csv("generated,original\n" + text, path).rows) out[r[0]] = r[1];  // no header line
-  } catch (const Error& e) {
-    warnings.push_back(std::string(e.what()) + " (long names in that folder stay unresolved)");
-  }
-  return out;
 }
 
 // A statistic.csv cell: nullopt when absent or empty; "null" marks a tensor without finite values.
@@ -134,23 +141,12 @@ class Indexer {
  private:
   struct Folder {
     DumpPosition where;
-    std::unordered_map<std::string, std::string> names;  // mapping.csv
   };
 
   Folder& folder_for(const std::string& folder) {
     auto it = folders_.find(folder);
     if (it != folders_.end()) return it->second;
-    Folder f;
-    f.where = position_of(absolute_folder(folder));
-    const std::string mapping = folder + "/mapping.csv";
-    if (std::filesystem::exists(mapping)) f.names = read_name_mapping(mapping, index_.warnings);
-    return folders_.emplace(folder, std::move(f)).first->second;
-  }
-
-  // The name a file had before it was shortened (mapping.csv), else its own.
-  static std::string original_name(const Folder& folder, const std::string& name) {
-    auto it = folder.names.find(name);
-    return it == folder.names.end() ? name : it->second;
+    return folders_.emplace(folder, Folder{position_of(absolute_folder(folder))}).first->second;
   }
 
   void unreadable(DumpEntry& e, const std::string& why) {
@@ -165,7 +161,7 @@ class Indexer {
     e.source = DumpEntry::Source::Npy;
     e.path = f.path;
     e.where = folder.where;
-    const std::string name = original_name(folder, base_name(f.path));
+    const std::string name = names.of(f.path);
     ParsedDumpName p;
     if (parse_dump_file_name(name, &p) && p.has_io) {
       e.op_type = p.op.op_type;
@@ -190,7 +186,7 @@ class Indexer {
   }
 
   void index_bin(const DumpFile& f, const Folder& folder) {
-    const std::string name = original_name(folder, base_name(f.path));
+    const std::string name = names.of(f.path);
     ParsedDumpName p;
     const bool named = parse_dump_file_name(name, &p);
     DumpEntry proto;
@@ -275,6 +271,10 @@ class Indexer {
   }
 
   DumpIndex& index_;
+ public:
+  OriginalNames names;
+
+ private:
   std::unordered_map<std::string, Folder> folders_;
   size_t unreadable_ = 0;
 };
@@ -302,6 +302,7 @@ DumpIndex index_dump(const std::string& path) {
   DumpIndex index;
   Indexer indexer(index);
   for (const DumpFile& f : scan_dump(path)) indexer.add(f);
+  index.warnings.insert(index.warnings.end(), indexer.names.warnings.begin(), indexer.names.warnings.end());
   auto& out = index.entries;
   check_single_run(path, out);
 

@@ -3,6 +3,7 @@
 #include "execution_order.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -73,6 +74,14 @@ bool read_execution_order(const std::string& run_root, ExecutionOrder& out, std:
     }
   }
   if (!any) return false;
+  try {
+    const std::string names = dir + "/tensor_names.csv";
+    if (::access(names.c_str(), R_OK) == 0)
+      for (const auto& row : read_csv(names).rows)
+        if (row.size() >= 2) out.tensor_names[std::strtoull(row[0].c_str(), nullptr, 10)] = row[1];
+  } catch (const Error& e) {
+    warnings.push_back(std::string(e.what()) + " (parameters stay unnamed)");
+  }
   std::stable_sort(out.ops.begin(), out.ops.end(), [](const ExecutedOp& a, const ExecutedOp& b) {
     return a.iteration != b.iteration ? a.iteration < b.iteration : a.task_id < b.task_id;
   });

@@ -70,7 +70,7 @@ void Runtime::set_dump_config(DumpConfig config) {
   update_activity();
   if (replaced) {
     notify_ending(*replaced);
-    replaced->finalize();
+    replaced->finalize(iteration_.load());
   }
 }
 
@@ -83,7 +83,7 @@ WriterReport Runtime::finalize_dump() {
   update_activity();
   if (!d || g_forked_child.load()) return {};
   notify_ending(*d);
-  return d->finalize();
+  return d->finalize(iteration_.load());
 }
 
 void Runtime::finalize() {
@@ -131,6 +131,17 @@ const ModelInfo* Runtime::find_model(const std::string& name) const {
   for (const auto& m : models_)
     if (m.name == name) return &m;
   return nullptr;
+}
+
+void Runtime::name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [address, name] : tensors) tensor_names_[address] = std::move(name);
+}
+
+std::string Runtime::tensor_name(uint64_t address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = tensor_names_.find(address);
+  return it == tensor_names_.end() ? std::string() : it->second;
 }
 
 void Runtime::set_rank(uint32_t rank, uint32_t device_id) {

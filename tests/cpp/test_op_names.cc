@@ -1,0 +1,56 @@
+// Op names that survive unrelated change (src/core/identity/op_names.h).
+#include <gtest/gtest.h>
+
+#include "identity/op_names.h"
+
+using namespace opdump::identity;
+
+TEST(OpNames, CallIndexCountsPerScopeAndType) {
+  CallIndex calls;
+  EXPECT_EQ(calls.next("Default/net-Net/conv1-Conv2d", "conv2d"), 0u);
+  EXPECT_EQ(calls.next("Default/net-Net/conv1-Conv2d", "conv2d"), 1u);
+  // another type in the same scope, or the same type elsewhere, starts its own count
+  EXPECT_EQ(calls.next("Default/net-Net/conv1-Conv2d", "add"), 0u);
+  EXPECT_EQ(calls.next("Default/net-Net/conv2-Conv2d", "conv2d"), 0u);
+  // scope and type are told apart even where their concatenations agree
+  EXPECT_EQ(calls.next("Default/a", "bc"), 0u);
+  EXPECT_EQ(calls.next("Default/ab", "c"), 0u);
+  calls.clear();
+  EXPECT_EQ(calls.next("Default/net-Net/conv1-Conv2d", "conv2d"), 0u);
+}
+
+TEST(OpNames, AnInsertedOpRenamesNothingElse) {
+  // The same model with an extra `mul` in one scope: every other op keeps its name.
+  auto names = [](bool extra) {
+    CallIndex calls;
+    std::vector<std::string> out;
+    auto op = [&](const std::string& scope, const std::string& type) {
+      out.push_back(op_name(scope, type, calls.next(scope, type)));
+    };
+    op("Default/net-Net/block-Block", "conv2d");
+    if (extra) op("Default/net-Net/block-Block", "mul");
+    op("Default/net-Net/block-Block", "relu");
+    op("Default/net-Net/head-Linear", "linear");
+    op("Default", "mul");  // the loss scaling, outside the model
+    return out;
+  };
+  const auto a = names(false), b = names(true);
+  EXPECT_EQ(b[0], a[0]);
+  EXPECT_EQ(b[1], "Default/net-Net/block-Block/mul-op0");
+  EXPECT_EQ(b[2], a[1]);
+  EXPECT_EQ(b[3], a[2]);
+  EXPECT_EQ(b[4], "Default/mul-op0");
+  EXPECT_EQ(b[4], a[3]);
+}
+
+TEST(OpNames, BackwardScopes) {
+  EXPECT_EQ(op_name("Default/net-Net/conv1-Conv2d", "conv2d", 0), "Default/net-Net/conv1-Conv2d/conv2d-op0");
+  EXPECT_EQ(backward_scope("Default/net/conv1-Conv2d/conv2d-op0", "ConvolutionBackward0"),
+            "Gradients/Default/net/conv1-Conv2d/conv2d-op0/ConvolutionBackward0");
+  EXPECT_EQ(orphan_backward_scope("AccumulateGrad", 3), "Gradients/AccumulateGrad-3");
+}
+
+TEST(OpNames, TorchScriptHierarchyEntries) {
+  EXPECT_EQ(script_scope_element("conv1(Conv2d)"), (std::pair<std::string, std::string>{"conv1-Conv2d", "conv1"}));
+  EXPECT_EQ(script_scope_element("plain"), (std::pair<std::string, std::string>{"plain", "plain"}));
+}
