@@ -127,8 +127,9 @@ def train(name, side, root, config, options, env):
     for rank in range(ranks):
         e = dict(env)
         if ranks > 1:
+            # USE_LIBUV=0: Debian 13's torch 2.6 is built without libuv (its TCPStore asks for it)
             e.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(ranks), MASTER_ADDR="127.0.0.1",
-                     MASTER_PORT=str(port))
+                     MASTER_PORT=str(port), USE_LIBUV="0")
         procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for proc in procs:
         out, err = proc.communicate(timeout=900)

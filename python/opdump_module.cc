@@ -49,6 +49,19 @@ std::string python_stack() {
   }
 }
 
+// The folders of torch's and opdump's own Python files (set by the package, under the GIL): a
+// source line is the user's, wherever the user's code lives, even in a folder named "opdump".
+std::vector<std::string>& internal_folders() {
+  static std::vector<std::string> folders;
+  return folders;
+}
+
+bool internal_file(const std::string& file) {
+  for (const std::string& folder : internal_folders())
+    if (file.compare(0, folder.size(), folder) == 0) return true;
+  return false;
+}
+
 // "file.py:line" of the innermost frame outside torch and opdump (the user's line that ran the op).
 std::string python_location() {
   if (!Py_IsInitialized()) return "";
@@ -58,7 +71,7 @@ std::string python_location() {
     py::object frame = current ? py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(current)) : py::none();
     for (int depth = 0; !frame.is_none() && depth < 64; ++depth, frame = frame.attr("f_back")) {
       const std::string file = frame.attr("f_code").attr("co_filename").cast<std::string>();
-      if (file.find("/torch/") != std::string::npos || file.find("/opdump/") != std::string::npos) continue;
+      if (internal_file(file)) continue;
       return file + ":" + std::to_string(frame.attr("f_lineno").cast<int>());
     }
     return "";
@@ -79,9 +92,9 @@ PYBIND11_MODULE(_opdump, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const opdump::ConfigError& e) {
-      config_error(e.what());
+      PyErr_SetString(config_error.ptr(), e.what());  // the same in every pybind11 version
     } catch (const opdump::Error& e) {
-      error(e.what());
+      PyErr_SetString(error.ptr(), e.what());
     }
   });
 
@@ -134,5 +147,6 @@ PYBIND11_MODULE(_opdump, m) {
   m.def("exit_model", &opdump::scopes::exit_model);
   m.def("push_mark", &opdump::scopes::push_mark);
   m.def("pop_mark", &opdump::scopes::pop_mark);
+  m.def("set_internal_folders", [](std::vector<std::string> folders) { internal_folders() = std::move(folders); });
   m.def("check_config", [](const std::string& path) { return opdump::describe_config(opdump::load_config(path)); });
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -64,7 +65,7 @@ class Runtime {
   // Models (TorchScript loads, register_model): returns the model id.
   uint64_t register_model(const std::string& name);
   bool model_enabled(const std::string& name) const;  // registered after the current set_dump
-  const ModelInfo* find_model(const std::string& name) const;
+  std::optional<ModelInfo> find_model(const std::string& name) const;  // a copy: registering may move the list
   // What the tensors at these data addresses are ("parameter conv1.weight"), so that a report can
   // say which parameter differs. Replaces earlier names of the same addresses.
   void name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors);
@@ -72,8 +73,8 @@ class Runtime {
 
   // Process identity for the layouts and the support_device filter.
   void set_rank(uint32_t rank, uint32_t device_id);
-  uint32_t rank() const { return rank_; }
-  uint32_t device_id() const { return device_id_; }
+  uint32_t rank() const { return rank_.load(std::memory_order_relaxed); }
+  uint32_t device_id() const { return device_id_.load(std::memory_order_relaxed); }
 
   // What the Python module tells about the calling thread's Python code ("" without it, e.g.
   // in C++ programs, or on threads that run no Python).
@@ -104,7 +105,10 @@ class Runtime {
   std::atomic<uint64_t> iteration_{0};
   std::atomic<bool> dumping_{false};
   std::atomic<bool> broken_{false};
-  uint32_t rank_ = 0, device_id_ = 0;
+  std::atomic<uint32_t> rank_{0}, device_id_{0};
+  // Activity changes reach listeners in the order they were decided (recursive: a listener that
+  // turns dumping off after an error decides again).
+  std::recursive_mutex notify_mutex_;
   PythonHooks python_;
 };
 

@@ -258,6 +258,19 @@ def _finalize_at_exit():
         _opdump.finalize_dump()
 
 
+def _internal_folders():
+    """torch's and opdump's package folders: their frames are never the user's source line."""
+    import importlib.util
+    folders = [os.path.dirname(os.path.abspath(__file__))]
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        folders += [os.path.abspath(p) for p in spec.submodule_search_locations]
+    return [f.rstrip(os.sep) + os.sep for f in folders]
+
+
+_opdump.set_internal_folders(_internal_folders())
+
+
 def _configure_from_environment():
     path = os.environ.get("OPDUMP_CONFIG") or os.environ.get("MINDSPORE_DUMP_CONFIG")
     if path and not _opdump.initialized():

@@ -54,7 +54,7 @@ std::shared_ptr<HeapBuffer> copy_of(const Matrix& m) {
 }
 
 DumpTensor as_dump(const std::shared_ptr<HeapBuffer>& b, Shape shape) {
-  return DumpTensor{TensorView{b->data(), DType::Float32, std::move(shape)}, b};
+  return DumpTensor{TensorView{b->data(), DType::Float32, std::move(shape)}, b, nullptr};
 }
 
 Matrix matmul(const Matrix& a, const Matrix& b, int m, int k, int n) {

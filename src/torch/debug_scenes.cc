@@ -6,6 +6,7 @@
 //  - exception: an op whose end callback runs while an exception unwinds the stack failed; its
 //    inputs (and any outputs) are dumped and the exception goes on unchanged.
 //  - watcher: outputs of watched ops are copied when produced and compared after layer ops.
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Backtrace.h>
 
 #include <algorithm>

@@ -287,6 +287,19 @@ ThreadState& state() {
   return s;
 }
 
+// While opdump itself runs ATen code or tensor destructors on a thread, the callbacks ignore
+// that thread's ops; the flag clears however the scope is left.
+class Busy {
+ public:
+  explicit Busy(ThreadState& ts) : ts_(ts) { ts_.busy = true; }
+  ~Busy() { ts_.busy = false; }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  ThreadState& ts_;
+};
+
 struct OpCtx final : at::ObserverContext {
   bool node = false;       // an autograd node frame, not an op
   bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
@@ -483,14 +496,12 @@ class Observer final : public RuntimeListener {
     ThreadState& ts = state();
     if (ts.busy) return nullptr;
     if (ts.depth == 0) {
-      ts.busy = true;  // releasing runs tensor destructors: not ops, but keep our own calls unobserved
+      Busy busy(ts);  // releasing runs tensor destructors: not ops, but keep our own calls unobserved
       ReleaseQueue::instance().release();
-      ts.busy = false;
     }
     try {
       return instance().start(fn, ts);
     } catch (const std::exception& e) {
-      ts.busy = false;
       Runtime::instance().disable_after_error(std::string("in the start callback of ") + fn.name() + ": " + e.what());
     }
     return nullptr;
@@ -502,7 +513,6 @@ class Observer final : public RuntimeListener {
     try {
       instance().end(fn, ts, static_cast<OpCtx*>(raw));
     } catch (const std::exception& e) {
-      ts.busy = false;
       Runtime::instance().disable_after_error(std::string("in the end callback of ") + fn.name() + ": " + e.what());
     }
   }
@@ -582,7 +592,7 @@ class Observer final : public RuntimeListener {
     if (ts.nodes.empty()) {
       model = scopes::current_model();
       if (!model.empty())
-        if (const ModelInfo* m = Runtime::instance().find_model(model)) model_id = m->id;
+        if (auto m = Runtime::instance().find_model(model)) model_id = m->id;
     } else {
       model = ts.nodes.back().model;
       model_id = ts.nodes.back().model_id;
@@ -591,11 +601,11 @@ class Observer final : public RuntimeListener {
       ctx->top = ctx.get();
       if (ts.nodes.empty()) {
         auto [scope, short_scope] = scope_path();
-        if (ts.engine > 0) {  // a gradient hook: it runs in backward, outside any node
+        if (ts.engine > 0) {  // gradient hooks and accumulation: backward, outside any node
           scope = "Gradients/" + scope;
           short_scope = "Gradients/" + short_scope;
         }
-        const uint64_t n = ts.calls.next(scope, op_type);
+        const uint64_t n = ts.calls.next(scope, ts.engine > 0 ? identity::counted_type(op_type) : op_type);
         ctx->name = identity::op_name(scope, op_type, n);
         // The autograd nodes this op creates (possibly several: linear makes TBackward0 and
         // AddmmBackward0) take the sequence numbers from here to the one current at its end.
@@ -609,7 +619,7 @@ class Observer final : public RuntimeListener {
         ctx->model_id = model_id;
       } else {
         NodeFrame& f = ts.nodes.back();
-        ctx->name = identity::op_name(f.prefix, op_type, f.calls.next("", op_type));
+        ctx->name = identity::op_name(f.prefix, op_type, f.calls.next("", identity::counted_type(op_type)));
       }
     } else if (parent && parent->top) {
       ctx->top = parent->top;
@@ -645,9 +655,8 @@ class Observer final : public RuntimeListener {
     if (!model.empty() && config.model_dump_needs_reload() && !Runtime::instance().model_enabled(model)) return ctx;
     if (config.scene != Scene::Normal) {
       ctx->in_scene = true;
-      ts.busy = true;
+      Busy busy(ts);
       DebugScenes::instance().start(fn, *dumper, ctx->written, ctx->scene);
-      ts.busy = false;
       if (config.scene != Scene::Watcher) return ctx;  // nothing is dumped unless a check fires
     }
     if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
@@ -703,17 +712,15 @@ class Observer final : public RuntimeListener {
     ids_.ids(fn.outputs(), output_ids, /*written=*/true, nullptr, &ctx->named);
     std::string source;
     if (dumper->wants_source(ctx->record.model_id)) {
-      ts.busy = true;
+      Busy busy(ts);
       source = Runtime::instance().python_location();
-      ts.busy = false;
     }
     dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
     if (ctx->in_scene) {
       for (const at::Tensor& t : tensors_of(fn.outputs()))
         ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
-      ts.busy = true;
+      Busy busy(ts);
       DebugScenes::instance().end(fn, *dumper, ctx->record, ctx->scene);
-      ts.busy = false;
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
@@ -769,7 +776,7 @@ class Observer final : public RuntimeListener {
   void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
                    uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr,
                    const std::vector<bool>* uninitialized = nullptr) {
-    ts.busy = true;
+    Busy busy(ts);
     at::RecordFunctionGuard no_record(false);
     at::NoGradGuard no_grad;
     const std::vector<at::Tensor> tensors = tensors_of(values);
@@ -779,7 +786,6 @@ class Observer final : public RuntimeListener {
       else
         capture(tensors[i], dumper, ts, out, stream_id, written);
     }
-    ts.busy = false;
   }
 
   void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
@@ -840,12 +846,12 @@ class Observer final : public RuntimeListener {
       collect_written(fn, ts, written, storages);
       PendingStats::instance().force(storages);
       if (!PendingStats::instance().empty()) return;
-      ts.busy = true;  // releasing runs tensor destructors
-      ReleaseQueue::instance().release();
-      ts.busy = false;
+      {
+        Busy busy(ts);  // releasing runs tensor destructors
+        ReleaseQueue::instance().release();
+      }
       stop_draining();
     } catch (const std::exception& e) {
-      ts.busy = false;
       PendingStats::instance().force_all();
       stop_draining();
       log_error(std::string("while finishing statistics at ") + fn.name() + ": " + e.what());

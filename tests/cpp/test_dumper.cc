@@ -20,7 +20,7 @@ ParseOptions no_env() {
 
 DumpTensor tensor_of(std::vector<float> values) {
   auto b = std::make_shared<HeapBuffer>(values.data(), values.size() * 4);
-  return DumpTensor{TensorView{b->data(), DType::Float32, {static_cast<int64_t>(values.size())}}, b};
+  return DumpTensor{TensorView{b->data(), DType::Float32, {static_cast<int64_t>(values.size())}}, b, nullptr};
 }
 
 OpRecord op(const std::string& type, const std::string& name, uint64_t task, uint64_t iteration,

@@ -15,6 +15,11 @@ TEST(OpNames, CallIndexCountsPerScopeAndType) {
   // scope and type are told apart even where their concatenations agree
   EXPECT_EQ(calls.next("Default/a", "bc"), 0u);
   EXPECT_EQ(calls.next("Default/ab", "c"), 0u);
+  // backward counts in-place and out-of-place variants together
+  EXPECT_EQ(calls.next("Gradients/Default", counted_type("add_")), 0u);
+  EXPECT_EQ(calls.next("Gradients/Default", counted_type("add")), 1u);
+  EXPECT_EQ(calls.next("Gradients/Default", counted_type("add_")), 2u);
+  EXPECT_EQ(counted_type("__and__"), "__and__");
   calls.clear();
   EXPECT_EQ(calls.next("Default/net-Net/conv1-Conv2d", "conv2d"), 0u);
 }

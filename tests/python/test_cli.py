@@ -122,7 +122,9 @@ def test_stats_of_a_bin_file(tmp_path, run):
     proc = run("stats", tmp_path / "MatMul.op.0.0.1", check=0)
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 3
-    assert "22" in lines[2]  # max of the output
+    # the output row: max 22, min 0, mean 11 of x * 2
+    cells = lines[2].split()
+    assert cells[:8] == ["MatMul.op.0.0.1", "output.0", "float32", "(3,4)", "12", "22", "0", "11"], lines[2]
 
 
 def test_convert_nc1hwc0_to_nchw_with_shape(tmp_path, run):

@@ -31,8 +31,12 @@ def check_complete(root):
     """Every npy loads whole; every statistic.csv has whole rows (a torn last line aside)."""
     npys = [p for p in final_files(root) if p.endswith(".npy")]
     for p in npys:
-        a = np.load(p)
-        assert a.size >= 0
+        a = np.load(p)  # raises on a truncated file
+        with open(p, "rb") as f:
+            head = f.read(12)
+        major = head[6]
+        header_end = 10 + int.from_bytes(head[8:10], "little") if major == 1 else 12 + int.from_bytes(head[8:12], "little")
+        assert os.path.getsize(p) == header_end + a.nbytes, p  # exactly the header and the data: nothing torn or extra
     for p in [p for p in final_files(root) if p.endswith("statistic.csv")]:
         text = open(p, newline="").read()
         lines = text.split("\n")

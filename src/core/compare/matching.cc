@@ -1,6 +1,8 @@
 // Pairing the tensors of two dumps (matching.h).
 #include "matching.h"
 
+#include "identity/op_names.h"
+
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -43,13 +45,15 @@ class NameMapping {
 };
 
 // The op type used for alignment: backend prefixes and suffixes removed, so that the kernels one
-// device runs line up with another's (mkldnn_convolution / cudnn_convolution -> convolution).
+// device runs line up with another's (mkldnn_convolution / cudnn_convolution -> convolution), and
+// the in-place mark, so that add_ lines up with add.
 std::string alignment_type(const std::string& type) {
   static const char* prefixes[] = {"mkldnn_", "cudnn_", "miopen_", "_nnpack_", "thnn_", "slow_", "_slow_", "npu_", "xpu_", "_mps_"};
   static const char* suffixes[] = {"_cpu", "_cuda", "_npu", "_mkldnn", "_cudnn"};
   std::string t = type;
   for (const char* p : prefixes)
     if (t.rfind(p, 0) == 0) t = t.substr(std::strlen(p));
+  t = std::string(identity::counted_type(t));
   for (const char* x : suffixes) {
     const size_t n = std::strlen(x);
     if (t.size() > n && t.compare(t.size() - n, n, x) == 0) t.resize(t.size() - n);

@@ -11,6 +11,12 @@ uint64_t CallIndex::next(std::string_view scope, std::string_view type) {
   return it->second++;
 }
 
+std::string_view counted_type(std::string_view type) {
+  const bool dunder = type.size() > 2 && type.substr(type.size() - 2) == "__";  // __and__, __iand__
+  if (!dunder && type.size() > 1 && type.back() == '_') type.remove_suffix(1);
+  return type;
+}
+
 std::string op_name(std::string_view scope, std::string_view type, uint64_t index) {
   std::string out;
   out.reserve(scope.size() + type.size() + 8);

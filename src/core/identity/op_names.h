@@ -22,6 +22,11 @@ class CallIndex {
   std::string key_;  // reused: no allocation per call once the map holds the key
 };
 
+// The type backward ops are counted by: an in-place op with its out-of-place twin (add_ with add).
+// The autograd engine accumulates a gradient in place or not depending on who else holds the
+// tensor (PyTorch 2.x), and a dump that holds it must rename nothing.
+std::string_view counted_type(std::string_view type);
+
 // "{scope}/{type}-op{index}"
 std::string op_name(std::string_view scope, std::string_view type, uint64_t index);
 

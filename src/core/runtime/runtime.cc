@@ -53,8 +53,8 @@ void Runtime::set_dump_config(DumpConfig config) {
   std::shared_ptr<Dumper> replaced;
   if (config.enabled) {
     DumperOptions options;
-    options.rank = rank_;
-    options.device_id = device_id_;
+    options.rank = rank();
+    options.device_id = device_id();
     auto dumper = std::make_shared<Dumper>(std::move(config), options);  // throws before anything changes
     std::lock_guard<std::mutex> lock(mutex_);
     initialized_ = true;
@@ -126,11 +126,11 @@ bool Runtime::model_enabled(const std::string& name) const {
   return true;  // not registered: an ad-hoc model name
 }
 
-const ModelInfo* Runtime::find_model(const std::string& name) const {
+std::optional<ModelInfo> Runtime::find_model(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& m : models_)
-    if (m.name == name) return &m;
-  return nullptr;
+    if (m.name == name) return m;
+  return std::nullopt;
 }
 
 void Runtime::name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors) {
@@ -164,6 +164,7 @@ void Runtime::remove_listener(RuntimeListener* l) {
 }
 
 void Runtime::update_activity() {
+  std::lock_guard<std::recursive_mutex> order(notify_mutex_);  // decided and delivered in one order
   std::vector<RuntimeListener*> listeners;
   bool now;
   {
