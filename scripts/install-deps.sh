@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs opdump's build and test dependencies from Debian's archive (idempotent).
+# Installs opdump's build and test dependencies from Debian's archive (idempotent), on Debian 12
+# (PyTorch 1.13) or Debian 13 (PyTorch 2.6): the names below exist in both.
 # Safe to run repeatedly: packages already present are skipped by apt.
 set -euo pipefail
 
@@ -13,13 +14,14 @@ PACKAGES=(
   libssl-dev                # MD5 statistic category (OpenSSL EVP)
   libxxhash-dev             # fast hash statistic category
   libgtest-dev libgmock-dev # C++ unit tests
-  libxlsxwriter-dev         # xlsx compare reports
+  libxlsxwriter-dev libminizip-dev  # xlsx compare reports (Debian 13's xlsxwriter.pc requires minizip)
   pybind11-dev              # Python module
   libtorch-dev              # PyTorch C++ adapter
   python3-torch python3-torchvision python3-numpy python3-pytest
   python3-pandas python3-openpyxl  # tests read the compare reports as users would
   chromium                  # tests render the HTML compare report headless
-  clang libclang-rt-14-dev  # libFuzzer targets and the sanitizer builds of CI (scripts/sanitize.sh)
+  clang libclang-rt-dev     # libFuzzer targets and the sanitizer builds of CI (scripts/sanitize.sh)
+  debootstrap               # the Debian 13 chroot in which scripts/torch2.sh tests against PyTorch 2.x
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install, build, and run every test: the C++ tests (ctest), the Python tests (pytest), then the
-# sanitizer builds and fuzzing (scripts/sanitize.sh; OPDUMP_SKIP_SANITIZE=1 skips them locally).
+# Install, build, and run every test: the C++ tests (ctest), the Python tests (pytest), the same
+# against PyTorch 2.x in a Debian 13 chroot (scripts/torch2.sh; OPDUMP_SKIP_TORCH2=1 skips it),
+# then the sanitizer builds and fuzzing (scripts/sanitize.sh; OPDUMP_SKIP_SANITIZE=1 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -8,6 +9,9 @@ bash scripts/build.sh
 export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"
 # pytest exits 5 when it collected nothing: that is a failure here too.
 /usr/bin/python3 -m pytest -q tests/python
+if [ "${OPDUMP_SKIP_TORCH2:-0}" != 1 ]; then
+  bash scripts/torch2.sh
+fi
 if [ "${OPDUMP_SKIP_SANITIZE:-0}" != 1 ]; then
   bash scripts/sanitize.sh
 fi

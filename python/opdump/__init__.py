@@ -35,11 +35,61 @@ def _detect_rank():
     return rank, device
 
 
+# ---- torch.compile ----------------------------------------------------------------------------
+# Compiled graphs run fused kernels that no operator callback sees: while a dump is configured,
+# torch.compile'd code runs eagerly (PyTorch 2.6's torch.compiler.set_stance("force_eager"); on
+# earlier 2.x releases dynamo is disabled and its caches reset), so that its ops are dumped like
+# any others, with a warning. Finalizing the dump restores compilation.
+_compile_restore = None
+
+
+def _compiled_code_runs_eagerly():
+    global _compile_restore
+    if _compile_restore is not None:
+        return
+    try:
+        import torch
+    except ImportError:
+        return
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "set_stance"):
+        compiler.set_stance("force_eager")
+        _compile_restore = lambda: compiler.set_stance("default")
+    elif hasattr(torch, "_dynamo"):
+        import torch._dynamo
+        previous = torch._dynamo.config.disable
+        torch._dynamo.config.disable = True
+        torch._dynamo.reset()
+
+        def restore():
+            torch._dynamo.config.disable = previous
+            torch._dynamo.reset()
+        _compile_restore = restore
+    else:
+        return  # PyTorch 1.x: no torch.compile
+    import warnings
+    warnings.warn("opdump: torch.compile'd code runs eagerly while a dump is configured, so that its ops are "
+                  "observed; finalize_dump() restores compilation", stacklevel=3)
+
+
+def _compiled_code_compiles_again():
+    global _compile_restore
+    if _compile_restore is not None:
+        restore, _compile_restore = _compile_restore, None
+        restore()
+
+
+def _dump_configured():
+    if _opdump.dump_root():
+        _compiled_code_runs_eagerly()
+
+
 def init(config=None):
     """seed 004's init: once per process; `config` is a config file path or None."""
     rank, device = _detect_rank()
     _opdump.set_rank(rank, device)
     _opdump.init(os.fspath(config) if config else "")
+    _dump_configured()
 
 
 def init_dump():
@@ -57,15 +107,22 @@ def set_dump(target, enabled=True):
     rank, device = _detect_rank()
     _opdump.set_rank(rank, device)
     _opdump.set_dump(os.fspath(target))
+    _dump_configured()
 
 
 def finalize_dump():
     """Drains and closes the current dump; returns a dict of what was written and lost."""
-    return _opdump.finalize_dump()
+    try:
+        return _opdump.finalize_dump()
+    finally:
+        _compiled_code_compiles_again()
 
 
 def finalize():
-    _opdump.finalize()
+    try:
+        _opdump.finalize()
+    finally:
+        _compiled_code_compiles_again()
 
 
 def step():
@@ -88,7 +145,11 @@ def dump_root():
 
 
 def hook_optimizer(optimizer):
-    """Counts iterations by optimizer.step(): each call ends one."""
+    """Counts iterations by optimizer.step(): each call ends one (PyTorch 2.x: a step post-hook;
+    1.x: step is wrapped)."""
+    if hasattr(optimizer, "register_step_post_hook"):
+        optimizer.__dict__["_opdump_step_hook"] = optimizer.register_step_post_hook(lambda *args: _opdump.step())
+        return optimizer
     original = optimizer.step
 
     def step_and_count(*args, **kwargs):
@@ -238,11 +299,12 @@ class dumper:
         _opdump.set_rank(rank, device)
         _opdump.set_dump_text(json.dumps(self._config), "opdump.dumper(...)")
         self.root = _opdump.dump_root()
+        _dump_configured()
         return self
 
     def __exit__(self, *exc):
         import json
-        self.report = _opdump.finalize_dump()
+        self.report = finalize_dump()
         summary = os.path.join(self.root, "overflow_summary.json")
         if self.check_overflow and os.path.exists(summary):
             with open(summary) as f:

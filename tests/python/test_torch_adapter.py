@@ -526,3 +526,37 @@ def test_execution_order_and_graph_files(workload, tmp_path):
     source_line = int(lines[at + 1].rsplit(":", 1)[1])
     workload_text = open(os.path.join(os.path.dirname(__file__), "torch_workload.py")).read().splitlines()
     assert "conv(x)" in workload_text[source_line - 1]
+
+
+def test_compiled_models_run_eagerly_while_dumped(tmp_path):
+    """PyTorch 2.x: torch.compile'd code is dumped op by op (it runs eagerly while a dump is
+    configured, with a warning), also when it was compiled before; finalize_dump restores it."""
+    if not hasattr(torch, "compile"):
+        pytest.skip("PyTorch 1.x has no torch.compile")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0")))
+    code = ("import json, sys, warnings, torch, opdump\n"
+            "sys.path.insert(0, sys.argv[2])\n"
+            "from torch_workload import Small\n"
+            "torch.manual_seed(0)\n"
+            "model = Small()\n"
+            "compiled = torch.compile(model, backend='eager')\n"  # dynamo only: no C++ compiler needed
+            "x = torch.randn(4, 3, 16, 16)\n"
+            "compiled(x)\n"  # compiled (and cached) before the dump
+            "opdump.register_model(model, 'net')\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    opdump.set_dump(sys.argv[1])\n"
+            "compiled(x).sum().backward()\n"
+            "report = opdump.finalize_dump()\n"
+            "print(json.dumps({'warnings': [str(w.message) for w in caught], 'report': report,\n"
+            "                  'disabled_after': bool(getattr(torch._dynamo.config, 'disable', False))}))\n")
+    proc = subprocess.run([PYTHON, "-c", code, str(cfg), os.path.dirname(__file__)], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert any("torch.compile'd code runs eagerly" in w for w in out["warnings"]), out["warnings"]
+    assert not out["disabled_after"]
+    names = {k[1] for k in dr.tensors(iteration_folder(str(tmp_path / "d" / "rank_0"), 0))}
+    assert {"Default_net-Small_conv1-Conv2d_conv2d-op0", "Default_net-Small_fc-Linear_linear-op0",
+            "Gradients_Default_net_conv1-Conv2d_conv2d-op0_ConvolutionBackward0_convolution_backward-op0"} <= names

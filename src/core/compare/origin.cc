@@ -216,7 +216,7 @@ class OriginFinder {
       f.data_flow = op.exec != nullptr;
       f.cause = "its inputs already differ: the runs parted before the dumped data";
       f.source = find_source_line(*rows_[op.first_row].target);
-      reaches_from(candidates.front(), false);
+      reaches_from(candidates.front());
     }
   }
 
@@ -240,7 +240,7 @@ class OriginFinder {
       const int64_t p = target_.producer(op, s);
       if (p >= 0) {
         const Op& producer = target_.ops[static_cast<size_t>(p)];
-        if (!producer.matched) return origin_extra(target_.earliest_unmatched(static_cast<size_t>(p)), c);
+        if (!producer.matched) return origin_one_side(FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p)), c);
         const int64_t out = target_.output_row(producer, id);
         if (out >= 0 && rows_[static_cast<size_t>(out)].failed()) return false;  // carried on from earlier
         if (in_failed) differing_inputs.push_back(static_cast<uint32_t>(s));
@@ -258,7 +258,7 @@ class OriginFinder {
         for (size_t s = 0; s < twin.exec->inputs.size(); ++s) {
           const int64_t p = reference_.producer(twin, s);
           if (p >= 0 && !reference_.ops[static_cast<size_t>(p)].matched)
-            return origin_missing(reference_.earliest_unmatched(static_cast<size_t>(p)), c);
+            return origin_one_side(FirstDivergence::Kind::MissingOp, reference_.earliest_unmatched(static_cast<size_t>(p)), c);
         }
     }
     if (!differing_inputs.empty()) {
@@ -302,7 +302,7 @@ class OriginFinder {
         f.cause += " (so a constant, setting or computation of the op itself differs)";
     }
     f.source = find_source_line(*rows_[op.first_row].target);
-    reaches_from(c, true);
+    reaches_from(c);
     return true;
   }
 
@@ -330,40 +330,30 @@ class OriginFinder {
     return "";
   }
 
-  bool origin_extra(size_t extra, size_t consumer) {
-    const Op& op = target_.ops[extra];
+  // An op only one side ran (`kind` says which) feeds the target's failing op `consumer`.
+  bool origin_one_side(FirstDivergence::Kind kind, size_t op_index, size_t consumer) {
+    const bool extra = kind == FirstDivergence::Kind::ExtraOp;
+    const Side& side = extra ? target_ : reference_;
+    const Op& op = side.ops[op_index];
     auto& f = result_.first_divergence;
     f.found = true;
-    f.kind = FirstDivergence::Kind::ExtraOp;
+    f.kind = kind;
     f.op = divergent(op, rows_);
     f.data_flow = true;
-    f.neighbours = target_.between(op);
-    f.cause = "an op only the target ran, " + (f.neighbours.empty() ? std::string() : f.neighbours + ", ") +
-              "feeds " + target_.ops[consumer].op_name + ", whose output differs";
-    f.source = find_source_line(*rows_[op.first_row].target);
-    reaches_from(extra, true);
-    return true;
-  }
-
-  bool origin_missing(size_t missing, size_t consumer) {
-    const Op& op = reference_.ops[missing];
-    auto& f = result_.first_divergence;
-    f.found = true;
-    f.kind = FirstDivergence::Kind::MissingOp;
-    f.op = divergent(op, rows_);
-    f.data_flow = true;
-    f.neighbours = reference_.between(op);
-    f.cause = "an op only the reference ran, " + (f.neighbours.empty() ? std::string() : f.neighbours + ", ") +
-              "feeds " + target_.ops[consumer].op_name + " there; in the target its output differs";
-    f.source = find_source_line(*rows_[op.first_row].reference);
-    result_.first_divergence.reaches.push_back(divergent(target_.ops[consumer], rows_));
-    reaches_from(consumer, false);
+    f.neighbours = side.between(op);
+    f.cause = std::string("an op only the ") + (extra ? "target" : "reference") + " ran, " +
+              (f.neighbours.empty() ? std::string() : f.neighbours + ", ") + "feeds " + target_.ops[consumer].op_name +
+              (extra ? ", whose output differs" : " there; in the target its output differs");
+    const CompareRow& row = rows_[op.first_row];
+    f.source = find_source_line(extra ? *row.target : *row.reference);
+    if (!extra) f.reaches.push_back(divergent(target_.ops[consumer], rows_));
+    reaches_from(extra ? op_index : consumer);
     return true;
   }
 
   // The failing ops the origin's outputs reach through failing ops (data flow), or the next
   // failing ops in order when there is no data flow.
-  void reaches_from(size_t start, bool include_start_outputs) {
+  void reaches_from(size_t start) {
     auto& reaches = result_.first_divergence.reaches;
     const Op& origin = target_.ops[start];
     if (!origin.exec) {
@@ -375,7 +365,6 @@ class OriginFinder {
       }
       return;
     }
-    (void)include_start_outputs;
     const auto& order = target_.index->order.at(origin.rank).ops;
     const auto& dump = target_.dumped.at(origin.rank);
     std::set<uint64_t> tainted(origin.exec->outputs.begin(), origin.exec->outputs.end());
