@@ -560,3 +560,36 @@ def test_compiled_models_run_eagerly_while_dumped(tmp_path):
     names = {k[1] for k in dr.tensors(iteration_folder(str(tmp_path / "d" / "rank_0"), 0))}
     assert {"Default_net-Small_conv1-Conv2d_conv2d-op0", "Default_net-Small_fc-Linear_linear-op0",
             "Gradients_Default_net_conv1-Conv2d_conv2d-op0_ConvolutionBackward0_convolution_backward-op0"} <= names
+
+
+def test_torch2_foreach_optimizer_and_fused_attention_are_dumped(tmp_path):
+    """PyTorch 2.x kernels: a _foreach_ optimizer step (tensor lists: one slot per tensor) and
+    scaled_dot_product_attention are dumped like any op."""
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        pytest.skip("PyTorch 1.x has neither")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0")))
+    code = ("import sys, torch, opdump\n"
+            "torch.manual_seed(0)\n"
+            "class Attention(torch.nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.qkv = torch.nn.Linear(16, 48)\n"
+            "    def forward(self, x):\n"
+            "        q, k, v = self.qkv(x).view(2, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)\n"
+            "        return torch.nn.functional.scaled_dot_product_attention(q, k, v).sum()\n"
+            "m = opdump.register_model(Attention(), 'net')\n"
+            "opt = opdump.hook_optimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, foreach=True))\n"
+            "opdump.set_dump(sys.argv[1])\n"
+            "m(torch.randn(2, 5, 16)).backward(); opt.step()\n"
+            "print(opdump.iteration(), opdump.finalize_dump()['ok'])\n")
+    proc = subprocess.run([PYTHON, "-c", code, str(cfg)], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "True"]  # the step post-hook ended iteration 0
+    keys = dr.tensors(iteration_folder(str(tmp_path / "d" / "rank_0"), 0))
+    sdpa = {k for k in keys if k[0] == "scaled_dot_product_attention"}
+    assert {(k[2], k[3]) for k in sdpa} == {("input", 0), ("input", 1), ("input", 2), ("output", 0)}
+    # SGD's foreach step: the parameter list (2 tensors: weight, bias) is one slot per tensor
+    foreach = {(k[0], k[2], k[3]) for k in keys if k[0].startswith("_foreach_")}
+    assert ("_foreach_add_", "input", 0) in foreach and ("_foreach_add_", "input", 1) in foreach, sorted(foreach)
