@@ -35,6 +35,9 @@ struct OverflowTensor {
   DType dtype = DType::Float32;
   Shape shape;
   OverflowCheck check;
+  // An input the op wrote in place that was too large to copy before it ran: `check` is from
+  // before the op, and no file holds its value.
+  bool overwritten_in_place = false;
 };
 
 struct OverflowEvent {

@@ -46,8 +46,10 @@ uint64_t stream_of(const at::Tensor& t);
 // RecordFunction::inputs() is valid only in the start callback: what the end needs is kept here.
 struct SceneOp {
   int uncaught = 0;  // std::uncaught_exceptions() when the op started
-  // Overflow: the input tensors, with copies in place of those the op writes in place.
+  // Overflow: the input tensors, with copies in place of those the op writes in place (small
+  // ones); large written ones are checked before the op instead (`prechecked`, by input slot).
   std::vector<at::Tensor> inputs;
+  std::vector<std::pair<size_t, OverflowCheck>> prechecked;
   // Exception dumps: the arguments themselves (references, no data copies).
   std::vector<c10::IValue> arguments;
 };

@@ -14,6 +14,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <unordered_map>
 
 #include "adapter_internal.h"
 #include "opdump/debug_scenes.h"
@@ -59,16 +60,63 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
   return o;
 }
 
+// Written inputs up to this size are copied before the op writes them, so that an overflowing
+// op's dump shows them as it saw them; larger ones (parameters and optimizer state, which every
+// optimizer step rewrites in place) are checked instead: copying them cost resnet18 a quarter of
+// its step time.
+constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
+
+// The checks of host tensors as they are now (this thread): an op's output is checked when it is
+// produced, and the next op writing it in place reads the result here instead of scanning it again.
+class KnownChecks {
+ public:
+  void remember(const at::Tensor& t, const OverflowCheck& check) {
+    if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return;
+    entries_.insert_or_assign(t.unsafeGetTensorImpl(),
+                              Entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version(),
+                                    t.numel() ? t.data_ptr() : nullptr, check});
+  }
+  // The check of `t`, from the cache when it was not written since, else scanned now.
+  OverflowCheck of(const at::Tensor& t) {
+    auto it = entries_.find(t.unsafeGetTensorImpl());
+    if (it != entries_.end() && !it->second.impl.expired() && !t.is_inference() &&
+        it->second.version == t._version() && it->second.data == (t.numel() ? t.data_ptr() : nullptr))
+      return it->second.check;
+    OverflowCheck c = check_host(t);
+    remember(t, c);
+    return c;
+  }
+  void drop_dead() {
+    for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
+  }
+
+ private:
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::TensorImpl> impl;
+    uint32_t version;
+    const void* data;
+    OverflowCheck check;
+  };
+  std::unordered_map<const c10::TensorImpl*, Entry> entries_;
+};
+
+KnownChecks& known_checks() {
+  thread_local KnownChecks k;
+  return k;
+}
+
 // An op whose outputs live on a device and whose checks are still on their way back.
 struct PendingCheck {
   OpRecord record;
   std::vector<at::Tensor> inputs, outputs;
+  std::vector<std::pair<size_t, OverflowCheck>> prechecked;
   std::shared_ptr<Buffer> flags;  // 2 doubles per output
 };
 
 class OverflowScene {
  public:
-  void check(Dumper& dumper, const OpRecord& record, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs) {
+  void check(Dumper& dumper, const OpRecord& record, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
+             std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
     const bool fp16 = dumper.config().check_fp16_range;
     const at::Tensor* on_device = nullptr;  // the first output on a device, if any
     for (const at::Tensor& t : outputs)
@@ -78,9 +126,10 @@ class OverflowScene {
       bool fired = false;
       for (const at::Tensor& t : outputs) {
         checks.push_back(check_host(t));
+        known_checks().remember(t, checks.back());
         fired |= checks.back().fired(fp16);
       }
-      if (fired) report(dumper, record, inputs, outputs, checks);
+      if (fired) report(dumper, record, inputs, outputs, checks, prechecked);
       return;
     }
     const at::Device device = on_device->device();
@@ -88,7 +137,7 @@ class OverflowScene {
     for (const at::Tensor& t : outputs)
       parts.push_back(can_overflow(t) ? device_flags(t).to(device)
                                       : at::zeros({2}, at::TensorOptions().dtype(at::kDouble).device(device)));
-    PendingCheck p{record, std::move(inputs), std::move(outputs), host_copy(at::stack(parts))};
+    PendingCheck p{record, std::move(inputs), std::move(outputs), std::move(prechecked), host_copy(at::stack(parts))};
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.push_back(std::move(p));
   }
@@ -114,7 +163,7 @@ class OverflowScene {
         checks.push_back(OverflowCheck{static_cast<uint64_t>(v[2 * i]), static_cast<uint64_t>(v[2 * i + 1])});
         fired |= checks.back().fired(dumper->config().check_fp16_range);
       }
-      if (fired) report(*dumper, p.record, p.inputs, p.outputs, checks);
+      if (fired) report(*dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
     }
   }
 
@@ -130,19 +179,29 @@ class OverflowScene {
 
  private:
   void report(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
-              const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks) {
+              const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
+              const std::vector<std::pair<size_t, OverflowCheck>>& prechecked) {
     OverflowEvent event;
     const bool fp16 = dumper.config().check_fp16_range;
+    auto before = [&](size_t slot) -> const OverflowCheck* {
+      for (const auto& [s, c] : prechecked)
+        if (s == slot) return &c;
+      return nullptr;
+    };
+    std::vector<DumpTensor> ins, outs;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      OverflowCheck c = inputs[i].defined() ? check_host(inputs[i].device().is_cpu() ? inputs[i] : inputs[i].cpu())
-                                            : OverflowCheck{};
+      const OverflowCheck* pre = before(i);
+      OverflowCheck c = pre ? *pre
+                            : inputs[i].defined() ? check_host(inputs[i].device().is_cpu() ? inputs[i] : inputs[i].cpu())
+                                                  : OverflowCheck{};
       event.inputs_finite &= !c.fired(fp16);
       event.tensors.push_back(describe(inputs[i], IoKind::Input, static_cast<uint32_t>(i), c));
+      event.tensors.back().overwritten_in_place = pre != nullptr;
+      // what the op left in an input it overwrote is not what it read: no file for it
+      ins.push_back(pre ? DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr} : dump_copy(inputs[i]));
     }
     for (size_t i = 0; i < outputs.size(); ++i)
       event.tensors.push_back(describe(outputs[i], IoKind::Output, static_cast<uint32_t>(i), output_checks[i]));
-    std::vector<DumpTensor> ins, outs;
-    for (const at::Tensor& t : inputs) ins.push_back(dump_copy(t));
     for (const at::Tensor& t : outputs) outs.push_back(dump_copy(t));
     dumper.dump_overflow(record, std::move(event), ins, outs);
   }
@@ -289,10 +348,16 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
   overflow_scene().resolve(&dumper, /*wait=*/!written.empty() && overflow_scene().holds(written));
   if (dumper.overflow_ignored(std::strstr(fn.name(), "::") + 2)) return;
   op.inputs = tensors_of(fn.inputs());
-  for (at::Tensor& t : op.inputs)
-    if (!written.empty() && can_overflow(t) &&
-        std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) != written.end())
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    at::Tensor& t = op.inputs[i];
+    if (written.empty() || !can_overflow(t) ||
+        std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end())
+      continue;
+    if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes)
       t = t.clone();
+    else
+      op.prechecked.emplace_back(i, known_checks().of(t));
+  }
 }
 
 void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, SceneOp& op) {
@@ -308,7 +373,7 @@ void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpReco
   }
   if (scene == Scene::Overflow) {
     if (std::uncaught_exceptions() > op.uncaught || dumper.overflow_ignored(record.id.op_type)) return;
-    overflow_scene().check(dumper, record, std::move(op.inputs), tensors_of(fn.outputs()));
+    overflow_scene().check(dumper, record, std::move(op.inputs), tensors_of(fn.outputs()), std::move(op.prechecked));
     return;
   }
   if (scene == Scene::Watcher) {
@@ -322,6 +387,7 @@ void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpReco
 void DebugScenes::iteration_end(Dumper* dumper) {
   at::RecordFunctionGuard no_record(false);
   overflow_scene().resolve(dumper, /*wait=*/true);
+  known_checks().drop_dead();
   watcher_scene().clear();
 }
 

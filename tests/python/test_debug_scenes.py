@@ -114,6 +114,32 @@ def test_context_manager_of_seed_003(scene, tmp_path):
     assert [e["op_type"] for e in out["overflows"]][0] == "exp"
 
 
+@pytest.mark.parametrize("elements", [1000, 400_000])  # 4 KB: copied before the op; 1.6 MB: checked instead
+def test_overflow_in_place_keeps_what_the_op_read(tmp_path, elements):
+    code = ("import json, sys, torch, opdump\n"
+            "x = torch.full((int(sys.argv[2]),), 200.0)\n"
+            "with opdump.dumper(check_overflow=True, dump_path=sys.argv[1]) as d:\n"
+            "    y = x * 1.0\n"          # finite
+            "    y.exp_()\n"             # in place: exp(200) overflows float32
+            "print(json.dumps(d.root_cause))\n")
+    proc = subprocess.run([PYTHON, "-c", code, str(tmp_path / "o"), str(elements)], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    root = json.loads(proc.stdout.splitlines()[-1])
+    assert root["op_type"] == "exp_" and root["inputs_finite"] is True
+    written = root["tensors"][0]
+    assert (written["io"], written["nan_or_inf"]) == ("input", 0)  # as the op read it: finite
+    assert root["tensors"][1]["nan_or_inf"] == elements  # the output
+    inputs = files(str(tmp_path / "o"), "exp_.*.input.0.*.npy")
+    assert len(inputs) == 1
+    if elements == 1000:  # small: copied before the op, dumped as it was
+        assert written["overwritten_in_place"] is False
+        np.testing.assert_array_equal(np.load(inputs[0]), np.full(elements, 200.0, np.float32))
+    else:  # large: checked before the op, not copied; its file holds nothing
+        assert written["overwritten_in_place"] is True
+        assert np.load(inputs[0]).size == 0
+
+
 def test_overflow_scene_checks_models_registered_before_it(scene, tmp_path):
     # the registered-before-config rule is CANN's for acl model dumps only: a debug scene sees every model
     out, err = scene("overflow", extra=["--context", str(tmp_path / "ctx"), "--register"])

@@ -43,7 +43,8 @@ nlohmann::json event_json(const OverflowEvent& e, bool fp16_range) {
                        {"shape", t.shape},
                        {"nan_or_inf", t.check.nan_or_inf},
                        {"beyond_fp16", t.check.beyond_fp16},
-                       {"overflow", t.check.fired(fp16_range)}});
+                       {"overflow", t.check.fired(fp16_range)},
+                       {"overwritten_in_place", t.overwritten_in_place}});
   }
   return {{"op_type", e.op.op_type},
           {"op_name", e.op.op_name},
