@@ -65,11 +65,7 @@ def _compiled_code_runs_eagerly():
             torch._dynamo.config.disable = previous
             torch._dynamo.reset()
         _compile_restore = restore
-    else:
-        return  # PyTorch 1.x: no torch.compile
-    import warnings
-    warnings.warn("opdump: torch.compile'd code runs eagerly while a dump is configured, so that its ops are "
-                  "observed; finalize_dump() restores compilation", stacklevel=3)
+    # (PyTorch 1.x has no torch.compile: nothing to do)
 
 
 def _compiled_code_compiles_again():
@@ -79,17 +75,28 @@ def _compiled_code_compiles_again():
         restore()
 
 
-def _dump_configured():
-    if _opdump.dump_root():
-        _compiled_code_runs_eagerly()
+def _configuring(configure):
+    """Runs `configure` (which may turn a dump on) with compiled code switched to eager first: the
+    switch imports dynamo, whose own ops must not land in the dump."""
+    had = _compile_restore is not None
+    _compiled_code_runs_eagerly()
+    try:
+        configure()
+    finally:
+        if not _opdump.dump_root():
+            if not had:
+                _compiled_code_compiles_again()
+        elif not had and _compile_restore is not None:
+            import warnings
+            warnings.warn("opdump: torch.compile'd code runs eagerly while a dump is configured, so that its ops "
+                          "are observed; finalize_dump() restores compilation", stacklevel=3)
 
 
 def init(config=None):
     """seed 004's init: once per process; `config` is a config file path or None."""
     rank, device = _detect_rank()
     _opdump.set_rank(rank, device)
-    _opdump.init(os.fspath(config) if config else "")
-    _dump_configured()
+    _configuring(lambda: _opdump.init(os.fspath(config) if config else ""))
 
 
 def init_dump():
@@ -106,8 +113,7 @@ def set_dump(target, enabled=True):
         return
     rank, device = _detect_rank()
     _opdump.set_rank(rank, device)
-    _opdump.set_dump(os.fspath(target))
-    _dump_configured()
+    _configuring(lambda: _opdump.set_dump(os.fspath(target)))
 
 
 def finalize_dump():
@@ -297,9 +303,8 @@ class dumper:
         import json
         rank, device = _detect_rank()
         _opdump.set_rank(rank, device)
-        _opdump.set_dump_text(json.dumps(self._config), "opdump.dumper(...)")
+        _configuring(lambda: _opdump.set_dump_text(json.dumps(self._config), "opdump.dumper(...)"))
         self.root = _opdump.dump_root()
-        _dump_configured()
         return self
 
     def __exit__(self, *exc):
