@@ -22,6 +22,20 @@ def iteration_folder(root, it, graph=0):
     return os.path.join(root, "net", str(graph), str(it))
 
 
+def config_file(tmp_path, config, name="c.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return path
+
+
+def run_script(code, *args):
+    """Runs `code` in a fresh Debian Python with the built opdump package; fails the test on a non-zero exit."""
+    proc = subprocess.run([PYTHON, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 # ---- names and selection --------------------------------------------------------------------
 
 def test_forward_and_backward_names(workload, tmp_path):
@@ -89,11 +103,7 @@ def test_deep_models_need_no_generated_names(tmp_path):
             "m = opdump.register_model(torchvision.models.mobilenet_v2(num_classes=10), 'mobilenet')\n"
             "m(torch.randn(2, 3, 32, 32)).sum().backward()\n"
             "print(json.dumps(opdump.finalize_dump()))\n")
-    cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0")))
-    proc = subprocess.run([PYTHON, "-c", code, str(cfg)], capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
-    assert proc.returncode == 0, proc.stderr
+    proc = run_script(code, config_file(tmp_path, ms_config(tmp_path / "d", iteration="0")))
     assert json.loads(proc.stdout.splitlines()[-1])["files_written"] > 1000
     folder = tmp_path / "d" / "rank_0" / "net" / "0" / "0"
     assert not (folder / "mapping.csv").exists()
@@ -111,11 +121,7 @@ def test_generated_names_are_stable_and_every_reader_resolves_them(run, tmp_path
             "opdump.finalize_dump()\n")
     generated = []
     for side in ("a", "b"):
-        cfg = tmp_path / f"{side}.json"
-        cfg.write_text(json.dumps(ms_config(tmp_path / side, iteration="0", level="kernel")))
-        proc = subprocess.run([PYTHON, "-c", code, str(cfg)], capture_output=True, text=True, timeout=600,
-                              env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
-        assert proc.returncode == 0, proc.stderr
+        run_script(code, config_file(tmp_path, ms_config(tmp_path / side, iteration="0", level="kernel"), f"{side}.json"))
         with open(tmp_path / side / "rank_0" / "net" / "0" / "0" / "mapping.csv") as f:
             rows = list(csv.reader(f))
         # the op-name field is the same in every run (only the timestamp field differs)
@@ -533,8 +539,7 @@ def test_compiled_models_run_eagerly_while_dumped(tmp_path):
     configured, with a warning), also when it was compiled before; finalize_dump restores it."""
     if not hasattr(torch, "compile"):
         pytest.skip("PyTorch 1.x has no torch.compile")
-    cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0")))
+    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0"))
     code = ("import json, sys, warnings, torch, opdump\n"
             "sys.path.insert(0, sys.argv[2])\n"
             "from torch_workload import Small\n"
@@ -551,9 +556,7 @@ def test_compiled_models_run_eagerly_while_dumped(tmp_path):
             "report = opdump.finalize_dump()\n"
             "print(json.dumps({'warnings': [str(w.message) for w in caught], 'report': report,\n"
             "                  'disabled_after': bool(getattr(torch._dynamo.config, 'disable', False))}))\n")
-    proc = subprocess.run([PYTHON, "-c", code, str(cfg), os.path.dirname(__file__)], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
-    assert proc.returncode == 0, proc.stderr
+    proc = run_script(code, cfg, os.path.dirname(__file__))
     out = json.loads(proc.stdout.splitlines()[-1])
     assert any("torch.compile'd code runs eagerly" in w for w in out["warnings"]), out["warnings"]
     assert not out["disabled_after"]
@@ -567,8 +570,7 @@ def test_torch2_foreach_optimizer_and_fused_attention_are_dumped(tmp_path):
     scaled_dot_product_attention are dumped like any op."""
     if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
         pytest.skip("PyTorch 1.x has neither")
-    cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps(ms_config(tmp_path / "d", iteration="0")))
+    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0"))
     code = ("import sys, torch, opdump\n"
             "torch.manual_seed(0)\n"
             "class Attention(torch.nn.Module):\n"
@@ -583,9 +585,7 @@ def test_torch2_foreach_optimizer_and_fused_attention_are_dumped(tmp_path):
             "opdump.set_dump(sys.argv[1])\n"
             "m(torch.randn(2, 5, 16)).backward(); opt.step()\n"
             "print(opdump.iteration(), opdump.finalize_dump()['ok'])\n")
-    proc = subprocess.run([PYTHON, "-c", code, str(cfg)], capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
-    assert proc.returncode == 0, proc.stderr
+    proc = run_script(code, cfg)
     assert proc.stdout.split() == ["1", "True"]  # the step post-hook ended iteration 0
     keys = dr.tensors(iteration_folder(str(tmp_path / "d" / "rank_0"), 0))
     sdpa = {k for k in keys if k[0] == "scaled_dot_product_attention"}
