@@ -137,7 +137,8 @@ def _scaled_grad(t, factor):
 
 # Each scenario: the model, and what the target changes (before registration, at each step).
 def build(scenario, target, rank):
-    if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data"):
+    if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data",
+                    "inputs_only"):
         model, shape = vision("resnet18")
     elif scenario in ("inserted", "identical"):
         model, shape = vision("mobilenet_v2")
@@ -160,6 +161,9 @@ def build(scenario, target, rank):
         if scenario == "param":
             with torch.no_grad():
                 model.layer2[0].conv1.weight.mul_(1.001)
+        elif scenario == "inputs_only":
+            with torch.no_grad():
+                model.layer3[0].bn2.weight.mul_(1.01)
         elif scenario == "constant":
             model.layers[1].attn.scale *= 1.001
         elif scenario == "inserted":

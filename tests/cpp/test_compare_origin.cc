@@ -238,3 +238,38 @@ TEST(CompareErrors, AFileAgainstAFolderOrDumpsWithNothingInCommon) {
   std::filesystem::create_directories(dir / "empty");
   EXPECT_THROW(compare_dumps(dir / "empty", dir / "r", {}), Error);
 }
+
+TEST(CompareOrigin, InputsOnlyDumpsNameTheOpWhoseReadersSawItFail) {
+  // dump_mode input: conv's changed output shows only as relu's input (and linear's, through relu)
+  test::TempDir dir;
+  auto inputs_only = [](std::vector<OpSpec> ops) {
+    for (auto& op : ops) op.outputs.clear();
+    return ops;
+  };
+  test::write_dump(dir / "r", 0, 0, inputs_only(chain()));
+  auto later = chain(2.5f);
+  test::write_dump(dir / "t", 0, 0, inputs_only(later));
+  // the execution order still lists every op's outputs (it is written whatever is dumped)
+  for (const char* side : {"r", "t"}) {
+    const std::string order = (dir / side) + "/rank_0/execution_order/ms_execution_order_graph_0.csv";
+    test::write_text(order, "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors,Timestamp\n"
+                            "0,0,conv2d,Default/net-Net/conv1-Conv2d/conv2d-op0,net,1 9,2,1000000\n"
+                            "0,1,relu,Default/net-Net/relu-ReLU/relu-op0,net,2,3,1000001\n"
+                            "0,2,linear,Default/net-Net/fc-Linear/linear-op0,net,3,4,1000002\n");
+  }
+  const auto& f = compare(dir).first_divergence;
+  ASSERT_TRUE(f.found);
+  EXPECT_EQ(f.op.op_type, "conv2d");
+  EXPECT_TRUE(f.inputs_agree);
+  EXPECT_NE(f.cause.find("its output (not dumped) differs: Default/net-Net/relu-ReLU/relu-op0 read it as input 0"),
+            std::string::npos)
+      << f.cause;
+  // a changed weight with inputs alone dumped: the op reading it
+  test::TempDir weights;
+  test::write_dump(weights / "r", 0, 0, inputs_only(chain()));
+  test::write_dump(weights / "t", 0, 0, inputs_only(chain(2, 0.7f)));
+  const auto& g = compare(weights).first_divergence;
+  ASSERT_TRUE(g.found);
+  EXPECT_EQ(g.op.op_type, "conv2d");
+  EXPECT_NE(g.cause.find("input 1 differs: no dumped op produced it"), std::string::npos) << g.cause;
+}

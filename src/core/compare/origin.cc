@@ -193,12 +193,14 @@ class OriginFinder {
       }
     target_.link_execution_order();
     reference_.link_execution_order();
+    see_failures_through_inputs();
   }
 
   void run() {
     std::vector<size_t> candidates;
     for (size_t i = 0; i < target_.ops.size(); ++i)
-      if (target_.ops[i].output_failed(rows_)) candidates.push_back(i);
+      if (target_.ops[i].output_failed(rows_) || seen_failing_.count(i) || failing_unexplained_input(i))
+        candidates.push_back(i);
     std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
       const Op &x = target_.ops[a], &y = target_.ops[b];
       if (x.iteration != y.iteration) return x.iteration < y.iteration;
@@ -212,7 +214,7 @@ class OriginFinder {
       auto& f = result_.first_divergence;
       f.found = true;
       f.inputs_agree = false;
-      f.op = divergent(op, rows_);
+      f.op = divergent_op(candidates.front());
       f.data_flow = op.exec != nullptr;
       f.cause = "its inputs already differ: the runs parted before the dumped data";
       f.source = find_source_line(*rows_[op.first_row].target);
@@ -241,8 +243,7 @@ class OriginFinder {
       if (p >= 0) {
         const Op& producer = target_.ops[static_cast<size_t>(p)];
         if (!producer.matched) return origin_one_side(FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p)), c);
-        const int64_t out = target_.output_row(producer, id);
-        if (out >= 0 && rows_[static_cast<size_t>(out)].failed()) return false;  // carried on from earlier
+        if (produced_failing(static_cast<size_t>(p), id)) return false;  // carried on from earlier
         if (in_failed) differing_inputs.push_back(static_cast<uint32_t>(s));
       } else if (p == -2 && in_failed) {
         return false;  // produced by an op the dump left out: it cannot be told apart from that op
@@ -276,14 +277,21 @@ class OriginFinder {
     auto& f = result_.first_divergence;
     f.found = true;
     f.kind = FirstDivergence::Kind::Output;
-    f.op = divergent(op, rows_);
+    f.op = divergent_op(c);
     f.data_flow = op.exec != nullptr;
     f.inputs_agree = differing_external.empty() && changed_between.empty();
-    std::string outputs;
     std::vector<uint32_t> failed;
     for (const auto& [slot, r] : op.output_rows)
       if (rows_[r].failed()) failed.push_back(slot);
-    f.cause = (failed.size() > 1 ? "outputs " : "output ") + slot_list(failed) + " differ" + (failed.size() > 1 ? "" : "s");
+    if (!failed.empty()) {
+      f.cause = (failed.size() > 1 ? "outputs " : "output ") + slot_list(failed) + " differ" + (failed.size() > 1 ? "" : "s");
+    } else if (auto seen = seen_failing_.find(c); seen != seen_failing_.end()) {
+      const CompareRow& by = rows_[seen->second];
+      f.cause = "its output (not dumped) differs: " + by.target->op_name + " read it as input " +
+                std::to_string(by.target->slot);
+    } else {
+      f.cause = "its outputs were not dumped";
+    }
     if (!differing_external.empty())
       f.cause += "; " + inputs_text(op, differing_external) + (differing_external.size() > 1 ? " differ" : " differs") +
                  ": no dumped op produced " + (differing_external.size() > 1 ? "them" : "it") +
@@ -321,6 +329,48 @@ class OriginFinder {
       if (!name.empty()) named += (named.empty() ? "" : "; ") + (slots.size() > 1 ? std::to_string(s) + ": " : "") + name;
     }
     return (slots.size() > 1 ? "inputs " : "input ") + slot_list(slots) + (named.empty() ? "" : " (" + named + ")");
+  }
+
+  // Dumps of inputs alone (dump_mode input) show an op's failing output only as a failing input of
+  // the ops that read it: its producer fails as they see it.
+  void see_failures_through_inputs() {
+    for (size_t c = 0; c < target_.ops.size(); ++c) {
+      const Op& op = target_.ops[c];
+      if (!op.exec) continue;
+      for (const auto& [slot, r] : op.input_rows) {
+        if (!rows_[r].failed() || slot >= op.exec->inputs.size()) continue;
+        const int64_t p = target_.producer(op, slot);
+        if (p < 0 || target_.output_row(target_.ops[static_cast<size_t>(p)], op.exec->inputs[slot]) >= 0) continue;
+        failing_ids_.insert({static_cast<size_t>(p), op.exec->inputs[slot]});
+        seen_failing_.emplace(static_cast<size_t>(p), r);
+      }
+    }
+  }
+
+  // Whether the output of `producer` holding tensor `id` failed (its own row, or as its readers saw it).
+  bool produced_failing(size_t producer, uint64_t id) const {
+    const int64_t out = target_.output_row(target_.ops[producer], id);
+    if (out >= 0) return rows_[static_cast<size_t>(out)].failed();
+    return failing_ids_.count({producer, id}) > 0;
+  }
+
+  // An op with a failing input no dumped op produced (or no data flow to tell): a candidate even
+  // when its outputs were not dumped.
+  bool failing_unexplained_input(size_t c) const {
+    const Op& op = target_.ops[c];
+    for (const auto& [slot, r] : op.input_rows) {
+      if (!rows_[r].failed()) continue;
+      if (!op.exec) return op.output_rows.empty();
+      if (slot < op.exec->inputs.size() && target_.producer(op, slot) == -1) return true;
+    }
+    return false;
+  }
+
+  DivergentOp divergent_op(size_t c) const {
+    DivergentOp d = divergent(target_.ops[c], rows_);
+    if (auto seen = seen_failing_.find(c); seen != seen_failing_.end() && target_.ops[c].output_rows.empty())
+      d.row = seen->second;
+    return d;
   }
 
   // What the inputs without a recorded name can be.
@@ -361,7 +411,7 @@ class OriginFinder {
       for (const Op& op : target_.ops) {
         if (reaches.size() >= kReaches) break;
         if (&op == &origin) after = true;
-        else if (after && op.output_failed(rows_)) reaches.push_back(divergent(op, rows_));
+        else if (after && op.output_failed(rows_)) reaches.push_back(divergent(op, rows_));  // (no data flow)
       }
       return;
     }
@@ -373,9 +423,10 @@ class OriginFinder {
       bool reads = false;
       for (uint64_t id : order[i].inputs) reads |= id && tainted.count(id);
       if (!reads) continue;
-      const bool failing = dump[i] < 0 || target_.ops[static_cast<size_t>(dump[i])].output_failed(rows_);
+      const bool failing = dump[i] < 0 || target_.ops[static_cast<size_t>(dump[i])].output_failed(rows_) ||
+                           seen_failing_.count(static_cast<size_t>(dump[i]));
       if (!failing) continue;
-      if (dump[i] >= 0) reaches.push_back(divergent(target_.ops[static_cast<size_t>(dump[i])], rows_));
+      if (dump[i] >= 0) reaches.push_back(divergent_op(static_cast<size_t>(dump[i])));
       for (uint64_t id : order[i].outputs)
         if (id) tainted.insert(id);
     }
@@ -384,6 +435,8 @@ class OriginFinder {
   CompareResult& result_;
   const std::vector<CompareRow>& rows_;
   Side target_, reference_;
+  std::set<std::pair<size_t, uint64_t>> failing_ids_;  // (target op, tensor id) its readers saw fail
+  std::map<size_t, size_t> seen_failing_;              // target op -> a failing input row that shows it
 };
 
 }  // namespace
