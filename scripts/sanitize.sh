@@ -44,7 +44,7 @@ ninja -C build-tsan opdump_tests _opdump opdump_py
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" build-tsan/tests/opdump_tests --gtest_brief=1
 # Python and libtorch are not instrumented; TSan is preloaded with libstdc++ (see below).
 # libtorch's own autograd locking is invisible to TSan (not instrumented): tests/tsan.supp.
-for mode in full statistic; do
+for mode in full statistic overflow; do
   tsan_dir="$(mktemp -d /tmp/opdump_tsan_XXXXXX)"  # MindSpore paths allow no dots
   LD_PRELOAD="$(gcc -print-file-name=libtsan.so):$(gcc -print-file-name=libstdc++.so)" \
   TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0 suppressions=$PWD/tests/tsan.supp" \

@@ -61,9 +61,11 @@ class DebugScenes {
   // `written`: tensors the op may modify in place (schema alias annotations).
   void start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
              SceneOp& op);
-  void end(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, SceneOp& op);
+  void end(const at::RecordFunction& fn, const std::shared_ptr<Dumper>& dumper, const OpRecord& record, SceneOp& op);
   // The end of an iteration (or of dumping): pending device checks are resolved, watches dropped.
   void iteration_end(Dumper* dumper);
+  // The dump is about to close: every host check is done and let go (they hold the Dumper).
+  void dump_ending();
 };
 
 }  // namespace opdump::pt::detail

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "adapter_internal.h"
+#include "host_stats.h"
 #include "opdump/debug_scenes.h"
 #include "opdump/runtime.h"
 
@@ -66,27 +67,33 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
 // its step time.
 constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
 
-// The checks of host tensors as they are now (this thread): an op's output is checked when it is
-// produced, and the next op writing it in place reads the result here instead of scanning it again.
+// The checks of host tensors as they are now: an op's output is checked once it is produced (on
+// the background thread), and the next op writing it in place reads the result here instead of
+// scanning it again (the write barrier finished that check before the op started).
 class KnownChecks {
  public:
   void remember(const at::Tensor& t, const OverflowCheck& check) {
     if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return;
-    entries_.insert_or_assign(t.unsafeGetTensorImpl(),
-                              Entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version(),
-                                    t.numel() ? t.data_ptr() : nullptr, check});
+    Entry e{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version(),
+            t.numel() ? t.data_ptr() : nullptr, check};
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(e));
   }
   // The check of `t`, from the cache when it was not written since, else scanned now.
   OverflowCheck of(const at::Tensor& t) {
-    auto it = entries_.find(t.unsafeGetTensorImpl());
-    if (it != entries_.end() && !it->second.impl.expired() && !t.is_inference() &&
-        it->second.version == t._version() && it->second.data == (t.numel() ? t.data_ptr() : nullptr))
-      return it->second.check;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = entries_.find(t.unsafeGetTensorImpl());
+      if (it != entries_.end() && !it->second.impl.expired() && !t.is_inference() &&
+          it->second.version == t._version() && it->second.data == (t.numel() ? t.data_ptr() : nullptr))
+        return it->second.check;
+    }
     OverflowCheck c = check_host(t);
     remember(t, c);
     return c;
   }
   void drop_dead() {
+    std::lock_guard<std::mutex> lock(mutex_);
     for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
   }
 
@@ -97,13 +104,61 @@ class KnownChecks {
     const void* data;
     OverflowCheck check;
   };
+  std::mutex mutex_;
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
 };
 
 KnownChecks& known_checks() {
-  thread_local KnownChecks k;
-  return k;
+  static KnownChecks* k = new KnownChecks();  // used by the background thread until the process ends
+  return *k;
 }
+
+void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
+                     const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
+                     const std::vector<std::pair<size_t, OverflowCheck>>& prechecked);
+
+// The overflow check of an op whose outputs are on the host, done on the background thread (or
+// by the write barrier, before anything writes what it holds): the op's inputs and outputs stay
+// as the op left them until then, so a firing check dumps them as they were.
+class LazyCheck final : public LazyWork {
+ public:
+  LazyCheck(std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
+            std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked)
+      : dumper_(std::move(dumper)),
+        record_(std::move(record)),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        prechecked_(std::move(prechecked)) {}
+
+  std::vector<const c10::StorageImpl*> storages() const {
+    std::vector<const c10::StorageImpl*> out;
+    for (const auto* list : {&inputs_, &outputs_})
+      for (const at::Tensor& t : *list)
+        if (const c10::StorageImpl* s = storage_of(t)) out.push_back(s);
+    return out;
+  }
+
+ private:
+  void compute(std::vector<at::Tensor>& release) override {
+    at::RecordFunctionGuard no_record(false);  // this may run on the background thread: not an op of the model
+    at::NoGradGuard no_grad;
+    std::vector<OverflowCheck> checks;
+    bool fired = false;
+    for (const at::Tensor& t : outputs_) {
+      checks.push_back(check_host(t));
+      known_checks().remember(t, checks.back());
+      fired |= checks.back().fired(dumper_->config().check_fp16_range);
+    }
+    if (fired) report_overflow(*dumper_, record_, inputs_, outputs_, checks, prechecked_);
+    for (auto* list : {&inputs_, &outputs_})
+      for (at::Tensor& t : *list) release.push_back(std::move(t));
+  }
+
+  std::shared_ptr<Dumper> dumper_;
+  OpRecord record_;
+  std::vector<at::Tensor> inputs_, outputs_;
+  std::vector<std::pair<size_t, OverflowCheck>> prechecked_;
+};
 
 // An op whose outputs live on a device and whose checks are still on their way back.
 struct PendingCheck {
@@ -115,21 +170,17 @@ struct PendingCheck {
 
 class OverflowScene {
  public:
-  void check(Dumper& dumper, const OpRecord& record, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
-             std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
-    const bool fp16 = dumper.config().check_fp16_range;
+  void check(const std::shared_ptr<Dumper>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
+             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
     const at::Tensor* on_device = nullptr;  // the first output on a device, if any
     for (const at::Tensor& t : outputs)
       if (!on_device && t.defined() && !t.device().is_cpu()) on_device = &t;
     if (!on_device) {
-      std::vector<OverflowCheck> checks;
-      bool fired = false;
-      for (const at::Tensor& t : outputs) {
-        checks.push_back(check_host(t));
-        known_checks().remember(t, checks.back());
-        fired |= checks.back().fired(fp16);
-      }
-      if (fired) report(dumper, record, inputs, outputs, checks, prechecked);
+      auto work = std::make_shared<LazyCheck>(dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked));
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (!host_.empty() && host_.front()->done()) host_.pop_front();  // released here, on a training thread
+      host_.push_back(work);
+      PendingWork::instance().add(work->storages(), work);
       return;
     }
     const at::Device device = on_device->device();
@@ -163,8 +214,17 @@ class OverflowScene {
         checks.push_back(OverflowCheck{static_cast<uint64_t>(v[2 * i]), static_cast<uint64_t>(v[2 * i + 1])});
         fired |= checks.back().fired(dumper->config().check_fp16_range);
       }
-      if (fired) report(*dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
+      if (fired) report_overflow(*dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
     }
+  }
+
+  // Host checks that are done (forced or on the background thread) are let go; with `all`, the
+  // caller has forced every one (the end of a dump).
+  void release_done(bool all) {
+    std::deque<std::shared_ptr<LazyCheck>> done;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (all) done.swap(host_);
+    while (!host_.empty() && host_.front()->done()) host_.pop_front();
   }
 
   bool holds(const std::vector<const c10::TensorImpl*>& written) {
@@ -178,9 +238,15 @@ class OverflowScene {
   }
 
  private:
-  void report(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
-              const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
-              const std::vector<std::pair<size_t, OverflowCheck>>& prechecked) {
+  std::mutex mutex_;
+  std::deque<PendingCheck> pending_;
+  std::deque<std::shared_ptr<LazyCheck>> host_;  // owned here until done
+};
+
+void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
+                     const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
+                     const std::vector<std::pair<size_t, OverflowCheck>>& prechecked) {
+  {
     OverflowEvent event;
     const bool fp16 = dumper.config().check_fp16_range;
     auto before = [&](size_t slot) -> const OverflowCheck* {
@@ -205,10 +271,7 @@ class OverflowScene {
     for (const at::Tensor& t : outputs) outs.push_back(dump_copy(t));
     dumper.dump_overflow(record, std::move(event), ins, outs);
   }
-
-  std::mutex mutex_;
-  std::deque<PendingCheck> pending_;
-};
+}
 
 // ---- watcher ----------------------------------------------------------------------------------
 
@@ -360,7 +423,9 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
   }
 }
 
-void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, SceneOp& op) {
+void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<Dumper>& shared, const OpRecord& record,
+                      SceneOp& op) {
+  Dumper& dumper = *shared;
   const Scene scene = dumper.config().scene;
   at::RecordFunctionGuard no_record(false);
   at::NoGradGuard no_grad;
@@ -373,7 +438,7 @@ void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpReco
   }
   if (scene == Scene::Overflow) {
     if (std::uncaught_exceptions() > op.uncaught || dumper.overflow_ignored(record.id.op_type)) return;
-    overflow_scene().check(dumper, record, std::move(op.inputs), tensors_of(fn.outputs()), std::move(op.prechecked));
+    overflow_scene().check(shared, record, std::move(op.inputs), tensors_of(fn.outputs()), std::move(op.prechecked));
     return;
   }
   if (scene == Scene::Watcher) {
@@ -387,7 +452,13 @@ void DebugScenes::end(const at::RecordFunction& fn, Dumper& dumper, const OpReco
 void DebugScenes::iteration_end(Dumper* dumper) {
   at::RecordFunctionGuard no_record(false);
   overflow_scene().resolve(dumper, /*wait=*/true);
+  overflow_scene().release_done(/*all=*/false);
   known_checks().drop_dead();
+}
+
+void DebugScenes::dump_ending() {
+  PendingWork::instance().force_all();  // host checks not done yet report now, before the dump closes
+  overflow_scene().release_done(/*all=*/true);
   watcher_scene().clear();
 }
 

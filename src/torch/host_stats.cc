@@ -10,57 +10,60 @@
 
 namespace opdump::pt::detail {
 
+LazyWork::~LazyWork() {
+  if (pending_ && !done()) PendingWork::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void LazyWork::run() {
+  if (done()) return;
+  std::vector<at::Tensor> release;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!done_.load(std::memory_order_relaxed)) {
+      compute(release);
+      done_.store(true, std::memory_order_release);
+      if (pending_) PendingWork::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+  for (at::Tensor& t : release) ReleaseQueue::instance().push(std::move(t));
+}
+
 LazyStats::LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
     : tensor_(std::move(tensor)),
       dtype_(dtype),
       options_(options),
       bytes_(static_cast<uint64_t>(tensor_.numel()) * tensor_.element_size()) {}
 
-LazyStats::LazyStats(const TensorStats& done, uint64_t bytes) : dtype_(DType::Float32), stats_(done), bytes_(bytes) {
-  done_.store(true, std::memory_order_relaxed);
+LazyStats::LazyStats(const TensorStats& done, uint64_t bytes)
+    : LazyWork(/*done=*/true), dtype_(DType::Float32), stats_(done), bytes_(bytes) {}
+
+void LazyStats::compute(std::vector<at::Tensor>& release) {
+  stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
+                                    Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
+                         options_);
+  release.push_back(std::move(tensor_));
 }
 
-LazyStats::~LazyStats() {
-  if (pending_ && !done()) PendingStats::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
-}
-
-const TensorStats& LazyStats::get() {
-  if (done()) return stats_;
-  at::Tensor done_with;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!done_.load(std::memory_order_relaxed)) {
-      stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
-                                        Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                             options_);
-      done_with = std::move(tensor_);
-      done_.store(true, std::memory_order_release);
-      if (pending_) PendingStats::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
-    }
-  }
-  if (done_with.defined()) ReleaseQueue::instance().push(std::move(done_with));
-  return stats_;
-}
-
-PendingStats& PendingStats::instance() {
-  static PendingStats* p = [] {
-    auto* q = new PendingStats();  // never destroyed: used from exit-time callbacks
+PendingWork& PendingWork::instance() {
+  static PendingWork* p = [] {
+    auto* q = new PendingWork();  // never destroyed: used from exit-time callbacks
     ::pthread_atfork(nullptr, nullptr, [] { instance().forked_child_.store(true); });
     return q;
   }();
   return *p;
 }
 
-void PendingStats::add(const c10::StorageImpl* storage, const std::shared_ptr<LazyStats>& stats) {
+void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work) {
   if (forked_child_.load()) {
-    stats->get();
+    work->run();
     return;
   }
-  stats->pending_ = true;  // before other threads can see it
+  work->pending_ = true;  // before other threads can see it
   undone_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    by_storage_[storage].push_back(stats);
+    for (const c10::StorageImpl* storage : storages)
+      if (storage) by_storage_[storage].push_back(work);
     // Most entries are computed by the background thread long before anything forces them.
     if (++adds_since_prune_ >= 4096) prune();
   }
@@ -71,14 +74,14 @@ void PendingStats::add(const c10::StorageImpl* storage, const std::shared_ptr<La
       worker_started_ = true;
       std::thread([this] { worker_loop(); }).detach();  // lives as long as the process
     }
-    queue_.push_back(stats);
+    queue_.push_back(work);
     wake = worker_waiting_;  // a busy worker finds it without a wake-up call
   }
   if (wake) queue_cv_.notify_one();
 }
 
-void PendingStats::worker_loop() {
-  std::vector<std::weak_ptr<LazyStats>> batch;
+void PendingWork::worker_loop() {
+  std::vector<std::weak_ptr<LazyWork>> batch;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (true) {
     worker_waiting_ = true;
@@ -88,9 +91,9 @@ void PendingStats::worker_loop() {
     lock.unlock();
     for (auto& w : batch) {
       try {
-        if (auto s = w.lock()) s->get();
+        if (auto s = w.lock()) s->run();
       } catch (const std::exception& e) {  // left pending: the dump's writer reports it
-        log_warning(std::string("statistics not computed in the background: ") + e.what());
+        log_warning(std::string("statistics or an overflow check not done in the background: ") + e.what());
       }
     }
     batch.clear();
@@ -98,11 +101,11 @@ void PendingStats::worker_loop() {
   }
 }
 
-void PendingStats::prune() {
+void PendingWork::prune() {
   for (auto it = by_storage_.begin(); it != by_storage_.end();) {
     auto& list = it->second;
     list.erase(std::remove_if(list.begin(), list.end(),
-                              [](const std::weak_ptr<LazyStats>& w) {
+                              [](const std::weak_ptr<LazyWork>& w) {
                                 auto s = w.lock();
                                 return !s || s->done();
                               }),
@@ -112,9 +115,9 @@ void PendingStats::prune() {
   adds_since_prune_ = 0;
 }
 
-void PendingStats::force(const c10::StorageImpl* storage) {
+void PendingWork::force(const c10::StorageImpl* storage) {
   if (!storage || empty()) return;  // (always empty in a forked child)
-  std::vector<std::weak_ptr<LazyStats>> list;
+  std::vector<std::weak_ptr<LazyWork>> list;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = by_storage_.find(storage);
@@ -123,12 +126,12 @@ void PendingStats::force(const c10::StorageImpl* storage) {
     by_storage_.erase(it);
   }
   for (auto& w : list)
-    if (auto s = w.lock()) s->get();
+    if (auto s = w.lock()) s->run();
 }
 
-void PendingStats::force_all() {
+void PendingWork::force_all() {
   if (forked_child_.load()) return;
-  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyStats>>> all;
+  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> all;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     all.swap(by_storage_);
@@ -136,7 +139,7 @@ void PendingStats::force_all() {
   }
   for (auto& [storage, list] : all)
     for (auto& w : list)
-      if (auto s = w.lock()) s->get();
+      if (auto s = w.lock()) s->run();
 }
 
 ReleaseQueue& ReleaseQueue::instance() {
@@ -207,7 +210,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   const c10::StorageImpl* storage = storage_of(c);
   auto stats = std::make_shared<LazyStats>(std::move(c), dtype, options);
   if (now || !tracked) stats->get();
-  else PendingStats::instance().add(storage, stats);
+  else PendingWork::instance().add({storage}, stats);
   if (tracked) remember(t, version, data, fp, stats);
   return stats;
 }

@@ -21,21 +21,40 @@
 
 namespace opdump::pt::detail {
 
-class LazyStats {
+// Work on tensors done later (host statistics, overflow checks): on whichever thread asks first,
+// once. The tensors it held are handed to the ReleaseQueue when it is done.
+class LazyWork {
  public:
-  LazyStats(at::Tensor tensor, DType dtype, StatsOptions options);
-  LazyStats(const TensorStats& done, uint64_t bytes);  // already known
-  ~LazyStats();
-  // Computes on first call (on whichever thread asks first); later calls return the result.
-  const TensorStats& get();
+  virtual ~LazyWork();
+  void run();
   bool done() const { return done_.load(std::memory_order_acquire); }
-  uint64_t bytes() const { return bytes_; }
+
+ protected:
+  LazyWork() = default;
+  explicit LazyWork(bool done) { done_.store(done, std::memory_order_relaxed); }
+  // Called once, under the work's lock; moves the tensors it no longer needs into `release`.
+  virtual void compute(std::vector<at::Tensor>& release) = 0;
 
  private:
   std::mutex mutex_;
   std::atomic<bool> done_{false};
-  bool pending_ = false;  // counted by PendingStats until computed
-  friend class PendingStats;
+  bool pending_ = false;  // counted by PendingWork until done
+  friend class PendingWork;
+};
+
+class LazyStats final : public LazyWork {
+ public:
+  LazyStats(at::Tensor tensor, DType dtype, StatsOptions options);
+  LazyStats(const TensorStats& done, uint64_t bytes);  // already known
+  // Computes on first call (on whichever thread asks first); later calls return the result.
+  const TensorStats& get() {
+    run();
+    return stats_;
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void compute(std::vector<at::Tensor>& release) override;
   at::Tensor tensor_;
   DType dtype_;
   StatsOptions options_;
@@ -43,36 +62,36 @@ class LazyStats {
   uint64_t bytes_ = 0;
 };
 
-// Lazy statistics not yet computed, by the storage they read (process-wide: a tensor may be
-// written on another thread than the one that captured it). Each is also handed at once to a
-// background thread: the sooner it is computed, the sooner the tensor is released, and tensors
+// Lazy work not yet done, by the storages it reads (process-wide: a tensor may be written on
+// another thread than the one that captured it): the write barrier. Each is also handed at once to
+// a background thread: the sooner it is done, the sooner the tensors are released, and tensors
 // held longer than the training would hold them cost it fresh memory (page faults, cold caches:
 // +15% on resnet18 with statistics computed 64 rows late, +4% at once).
-class PendingStats {
+class PendingWork {
  public:
-  static PendingStats& instance();
-  void add(const c10::StorageImpl* storage, const std::shared_ptr<LazyStats>& stats);
-  // Computes, now and on this thread, the pending statistics reading `storage` (or any of `storages`).
+  static PendingWork& instance();
+  void add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work);
+  // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
   void force(const std::vector<const c10::StorageImpl*>& storages) {
     for (const c10::StorageImpl* s : storages) force(s);
   }
   void force_all();
-  // No statistics left to compute.
+  // No work left to do.
   bool empty() const { return forked_child_.load() || undone_.load(std::memory_order_acquire) == 0; }
 
  private:
-  friend class LazyStats;
-  void prune();  // drops entries already computed
+  friend class LazyWork;
+  void prune();  // drops entries already done
 
   std::mutex mutex_;
-  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyStats>>> by_storage_;
+  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> by_storage_;
   std::atomic<size_t> undone_{0};
   // The background thread's queue.
   void worker_loop();
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
-  std::vector<std::weak_ptr<LazyStats>> queue_;
+  std::vector<std::weak_ptr<LazyWork>> queue_;
   bool worker_waiting_ = false;
   bool worker_started_ = false;
   // In a forked child (DataLoader workers) the background thread is gone and locks may have

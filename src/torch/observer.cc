@@ -468,6 +468,7 @@ class Observer final : public RuntimeListener {
   void on_dump_ending(Dumper& dumper) override {
     finish_lazy_stats();
     DebugScenes::instance().iteration_end(&dumper);
+    DebugScenes::instance().dump_ending();
   }
 
   void on_iteration(uint64_t iteration) override {
@@ -566,10 +567,10 @@ class Observer final : public RuntimeListener {
     }
 
     auto ctx = std::make_unique<OpCtx>();
-    if (!ts.cache.empty() || !PendingStats::instance().empty() ||
+    if (!ts.cache.empty() || !PendingWork::instance().empty() ||
         scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
       collect_written(fn, ts, ctx->written, ctx->written_storages);
-      PendingStats::instance().force(ctx->written_storages);  // summarize before this op writes it
+      PendingWork::instance().force(ctx->written_storages);  // summarize before this op writes it
       ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     }
     ctx->depth = ts.depth++;
@@ -720,7 +721,7 @@ class Observer final : public RuntimeListener {
       for (const at::Tensor& t : tensors_of(fn.outputs()))
         ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
       Busy busy(ts);
-      DebugScenes::instance().end(fn, *dumper, ctx->record, ctx->scene);
+      DebugScenes::instance().end(fn, dumper, ctx->record, ctx->scene);
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
@@ -823,7 +824,7 @@ class Observer final : public RuntimeListener {
   // Statistics still pending are computed now (dumping stops, or draining took too long):
   // afterwards tensors may change without the observer seeing it.
   void finish_lazy_stats() {
-    PendingStats::instance().force_all();
+    PendingWork::instance().force_all();
     ReleaseQueue::instance().release();
     stop_draining();
   }
@@ -833,7 +834,7 @@ class Observer final : public RuntimeListener {
   // callback stays on to force the statistics of anything an op is about to write (host_stats.h).
   void begin_draining() {
     if (auto dumper = Runtime::instance().dumper()) dumper->flush_pending_rows();
-    if (!PendingStats::instance().empty()) draining_.store(true);
+    if (!PendingWork::instance().empty()) draining_.store(true);
   }
 
   // An op while draining: only its writes matter.
@@ -844,15 +845,15 @@ class Observer final : public RuntimeListener {
       std::vector<const c10::TensorImpl*> written;
       std::vector<const c10::StorageImpl*> storages;
       collect_written(fn, ts, written, storages);
-      PendingStats::instance().force(storages);
-      if (!PendingStats::instance().empty()) return;
+      PendingWork::instance().force(storages);
+      if (!PendingWork::instance().empty()) return;
       {
         Busy busy(ts);  // releasing runs tensor destructors
         ReleaseQueue::instance().release();
       }
       stop_draining();
     } catch (const std::exception& e) {
-      PendingStats::instance().force_all();
+      PendingWork::instance().force_all();
       stop_draining();
       log_error(std::string("while finishing statistics at ") + fn.name() + ": " + e.what());
     }

@@ -187,7 +187,7 @@ def test_dump_files_declaring_huge_sizes_are_refused_before_allocation(tmp_path,
     assert "header length" in proc.stderr
 
 
-@pytest.mark.parametrize("mode", ["full", "statistic"])
+@pytest.mark.parametrize("mode", ["full", "statistic", "overflow"])
 def test_threads_training_one_model_at_once(tmp_path, mode):
     """The workload scripts/sanitize.sh runs under TSan, here without it: three threads train one
     model, in tensor mode and in lazy-statistics mode with undumped iterations between."""

@@ -1,10 +1,12 @@
 """Three Python threads train one registered model at once while opdump dumps: autograd runs on
 each thread, the writer threads and the statistics thread run beside them. MODE full: tensors
 and statistics of every iteration; statistic: statistics only, with an undumped iteration
-between dumped ones (lazy statistics, writes forcing them, draining). Run under TSan by
-scripts/sanitize.sh (DataLoader workers are not: TSan's runtime fails in forked children).
+between dumped ones (lazy statistics, writes forcing them, draining); overflow: the overflow
+check (checks on the background thread, overflows planted on every thread, dumped from there).
+Run under TSan by scripts/sanitize.sh (DataLoader workers are not: TSan's runtime fails in forked
+children).
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/python/threaded_workload.py DUMP_DIR full|statistic"""
+    PYTHONPATH=build/python /usr/bin/python3 tests/python/threaded_workload.py DUMP_DIR full|statistic|overflow"""
 import json
 import os
 import sys
@@ -15,12 +17,14 @@ import torch
 import opdump
 
 
-def run(dump_dir, saved_data, iteration):
+def run(dump_dir, mode, iteration):
     cfg_path = os.path.join(dump_dir, "config.json")
     os.makedirs(dump_dir, exist_ok=True)
+    overflow = mode == "overflow"
     json.dump({"common_dump_settings": {"dump_mode": 0, "path": os.path.abspath(dump_dir), "net_name": "net",
-                                        "iteration": iteration, "saved_data": saved_data, "input_output": 0,
-                                        "kernels": [], "support_device": [0]},
+                                        "iteration": iteration, "saved_data": "tensor" if overflow else mode,
+                                        "input_output": 0, "kernels": [], "support_device": [0],
+                                        "op_debug_mode": 3 if overflow else 0},
                "e2e_dump_settings": {"enable": True}}, open(cfg_path, "w"))
     opdump.set_dump(cfg_path)
     model = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(inplace=True),
@@ -29,7 +33,10 @@ def run(dump_dir, saved_data, iteration):
 
     def work():
         for _ in range(5):
-            model(torch.randn(8, 32)).sum().backward()
+            out = model(torch.randn(8, 32))
+            if overflow:
+                out = out.mul(1e30).exp()  # overflows: +Inf
+            out.sum().backward()
 
     for _ in range(4):
         threads = [threading.Thread(target=work) for _ in range(3)]
@@ -41,13 +48,19 @@ def run(dump_dir, saved_data, iteration):
         opt.zero_grad()
         opdump.step()
     report = opdump.finalize_dump()
-    assert report["ok"] and report["statistic_rows"] > 0, report
+    assert report["ok"] and (report["statistic_rows"] > 0 or overflow), report
+    if overflow:
+        with open(os.path.join(dump_dir, "rank_0", "overflow_summary.json")) as f:
+            summary = json.load(f)
+        # 3 iterations of 3 threads x 5 steps each planted exp overflows, and the root cause is one of them
+        assert summary["root_cause"]["op_type"] == "exp" and summary["root_cause"]["inputs_finite"], summary["root_cause"]
+        assert sum(op["op_type"] == "exp" for op in summary["ops"]) == 45, len(summary["ops"])
     return report
 
 
 def main(dump_dir, mode):
     report = run(dump_dir, mode, "all" if mode == "full" else "0|2|3")
-    assert mode != "full" or report["files_written"] > 0, report
+    assert mode == "statistic" or report["files_written"] > 0, report
     print("threaded workload OK:", report["files_written"], "files,", report["statistic_rows"], "statistic rows")
 
 
