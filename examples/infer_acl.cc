@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   }
   const int runs = argc > 3 ? std::atoi(argv[3]) : 2;
   try {
-    opdump::init(argv[2]);                                 // aclInit(acl.json)
+    opdump::pt::install();                                   // the PyTorch observer
+    opdump::init(argv[2]);                                   // aclInit(acl.json)
     opdump::pt::ScriptModel model(argv[1], "scripted_net");  // loaded after the config: dumped
     torch::manual_seed(0);
     for (int i = 0; i < runs; ++i) {

@@ -8,12 +8,9 @@
 #include "opdump/error.h"
 #include "opdump/log.h"
 #include "opdump/opdump.h"
+#include "observer.h"
 
 namespace py = pybind11;
-
-namespace opdump::pt {
-void install();
-}
 
 namespace {
 
@@ -84,7 +81,9 @@ std::string python_location() {
 
 PYBIND11_MODULE(_opdump, m) {
   m.doc() = "opdump native module (see the opdump package for the documented API)";
-  opdump::pt::install();
+  // The observer only: the package applies the environment itself (opdump/__init__.py), so that
+  // compiled code is switched to eager before a dump starts.
+  opdump::pt::detail::install_observer(opdump::Runtime::instance());
 
   static py::exception<opdump::Error> error(m, "OpdumpError", PyExc_RuntimeError);
   static py::exception<opdump::ConfigError> config_error(m, "ConfigError", error.ptr());
@@ -100,13 +99,17 @@ PYBIND11_MODULE(_opdump, m) {
 
   auto& rt = opdump::Runtime::instance();
   rt.set_python_hooks({&python_stack, &python_location});
-  m.def("init", [&rt](const std::string& path) { rt.init(path); }, py::arg("config_path") = "");
+  // Calls that may finalize a dump (set_dump replaces one) release the GIL: finalizing waits for
+  // ops in flight on other threads, which may need it.
+  m.def("init", [&rt](const std::string& path) { rt.init(path); }, py::arg("config_path") = "",
+        py::call_guard<py::gil_scoped_release>());
   m.def("initialized", [&rt] { return rt.initialized(); });
   m.def("init_dump", [&rt] { rt.init_dump(); });
-  m.def("set_dump", [&rt](const std::string& path) { rt.set_dump(path); }, py::arg("config_path"));
+  m.def("set_dump", [&rt](const std::string& path) { rt.set_dump(path); }, py::arg("config_path"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("set_dump_text", [&rt](const std::string& text, const std::string& source) {
     rt.set_dump_config(opdump::parse_config(text, source));
-  });
+  }, py::call_guard<py::gil_scoped_release>());
   m.def("finalize_dump", [&rt] {
     auto d = rt.dumper();
     opdump::WriterReport r;
@@ -137,6 +140,13 @@ PYBIND11_MODULE(_opdump, m) {
     rt.name_tensors(std::move(tensors));
   });
   m.def("set_rank", [&rt](uint32_t rank, uint32_t device) { rt.set_rank(rank, device); });
+  // (config path, rank, device id) as the environment gives them; claim_environment: the first time only.
+  auto settings = [](const opdump::EnvironmentSettings& e) { return py::make_tuple(e.config_path, e.rank, e.device_id); };
+  m.def("environment", [settings] { return settings(opdump::read_environment()); });
+  m.def("claim_environment", [&rt, settings]() -> py::object {
+    auto e = rt.claim_environment();
+    return e ? py::object(settings(*e)) : py::none();
+  });
   m.def("rank", [&rt] { return rt.rank(); });
   m.def("push_scope", &opdump::scopes::push, py::arg("element"), py::arg("short_element") = "");
   m.def("pop_scope", &opdump::scopes::pop);

@@ -36,9 +36,14 @@ struct TensorMetrics {
   uint64_t nan_inf_same_position = 0;  // elements set to 0 on both sides before the metrics
 };
 
+class ThreadBudget;
+
 struct MetricsOptions {
   bool kl_divergence = false;
   unsigned threads = 0;  // inside one large tensor (0 = all cores)
+  // Shared with other work running at the same time (compare's rows): the extra threads for one
+  // large tensor come from it. Null: `threads` are started regardless.
+  ThreadBudget* budget = nullptr;
 };
 
 // x = data under test, y = reference. Shapes must have the same element count; non-finite

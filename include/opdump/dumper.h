@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "opdump/config.h"
@@ -129,6 +130,31 @@ class Dumper {
   // Hands the statistics rows still batched here to the writer threads (the end of a dumped
   // iteration: their lazy statistics get computed while training goes on).
   void flush_pending_rows();
+  // An op the adapter is reporting holds a lease from before its first call into the Dumper
+  // until after its last: finalize() waits for the ops holding one, so that nothing is dumped
+  // after the report was taken. After finalize began, enter_op() returns an empty lease (the op
+  // is not dumped).
+  class OpLease {
+   public:
+    OpLease() = default;
+    OpLease(OpLease&& o) noexcept : dumper_(std::exchange(o.dumper_, nullptr)) {}
+    OpLease& operator=(OpLease&& o) noexcept;
+    ~OpLease() { release(); }
+    explicit operator bool() const { return dumper_ != nullptr; }
+
+   private:
+    friend class Dumper;
+    explicit OpLease(Dumper* d) : dumper_(d) {}
+    void release();
+    Dumper* dumper_ = nullptr;
+  };
+  OpLease enter_op();
+  // Ends op reporting: later enter_op() calls get empty leases, and this waits for the ops in
+  // flight on other threads (at most kOpDrainMilliseconds, then it warns). finalize() calls it
+  // first; a runtime calls it earlier, before collecting what adapters still hold for the dump.
+  void stop_ops();
+  static constexpr int kOpDrainMilliseconds = 5000;
+
   // Drains the writer, closes statistic.csv files, warns about what was probably a mistake
   // (kernels entries and dump_list models that never matched, nothing dumped, iterations asked
   // for that never came: `last_iteration` is the iteration the run ended in), and returns what
@@ -186,7 +212,11 @@ class Dumper {
   mutable std::mutex watch_mutex_;
   std::string watch_rows_;
   std::vector<WatchResult> watch_changes_;
-  bool finalized_ = false;
+  std::mutex finalize_mutex_;
+  bool finalized_ = false;  // under finalize_mutex_
+  std::atomic<int64_t> ops_in_flight_{0};
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> closed_{false};  // finalized: reports still arriving (from the finalizing thread's own op) are dropped
   WriterReport final_report_;
 };
 

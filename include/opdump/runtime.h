@@ -35,11 +35,36 @@ struct ModelInfo {
   uint64_t generation = 0;  // set_dump generation in force when the model was registered
 };
 
+// What the op path reads of the runtime, as one immutable value: republished whenever a dump is
+// set or finalized or a model registered, so that an op reads it without taking a lock.
+struct RuntimeSnapshot {
+  std::shared_ptr<Dumper> dumper;  // null: no dump configured
+  uint64_t generation = 0;         // set_dump generation
+  std::vector<ModelInfo> models;
+  const ModelInfo* find_model(const std::string& name) const;
+  // Registered after the current set_dump (or never registered: an ad-hoc model name).
+  bool model_enabled(const std::string& name) const;
+};
+
+// Where the environment asks a process to dump, and as which rank (read in this one place).
+struct EnvironmentSettings {
+  std::string config_path;  // OPDUMP_CONFIG, else MindSpore's MINDSPORE_DUMP_CONFIG; "" = none
+  uint32_t rank = 0;        // RANK, else LOCAL_RANK
+  uint32_t device_id = 0;   // LOCAL_RANK, else the rank
+};
+EnvironmentSettings read_environment();
+
 class Runtime {
  public:
-  // The singleton. It is never destroyed (finalize() runs from atexit handlers instead), so
-  // that forked children and late static destructors never touch a dead writer.
+  // The process's runtime, which the public APIs and the adapters use. It is never destroyed
+  // (finalize() runs from atexit handlers instead), so that forked children and late static
+  // destructors never touch a dead writer. Other instances are for tests: everything that uses
+  // a runtime takes it by reference.
   static Runtime& instance();
+  Runtime();
+  ~Runtime() { finalize_dump(); }
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
 
   // seed 004: init(config path, or "" for none) once per process.
   void init(const std::string& config_path);
@@ -59,8 +84,18 @@ class Runtime {
   // True while a dump is configured, the current iteration is selected and no error stopped it.
   bool dumping() const { return dumping_.load(std::memory_order_relaxed); }
   std::shared_ptr<Dumper> dumper() const;
+  // The op path's view (thread-cached: one atomic load, no lock, while nothing changed).
+  std::shared_ptr<const RuntimeSnapshot> snapshot() const;
   // Turns dumping off after an internal error (the user's program goes on).
   void disable_after_error(const std::string& what);
+
+  // The environment's settings (read_environment) applied once per process: the rank, and a dump
+  // when a config is named. Errors are logged, never thrown (a bad variable must not stop training).
+  // Returns whether a dump was configured.
+  bool activate_from_environment();
+  // The environment's settings the first time they are asked for (by activate_from_environment
+  // or a front end that applies them its own way, as the Python module does), nullopt afterwards.
+  std::optional<EnvironmentSettings> claim_environment();
 
   // Models (TorchScript loads, register_model): returns the model id.
   uint64_t register_model(const std::string& name);
@@ -90,8 +125,8 @@ class Runtime {
   void remove_listener(RuntimeListener* listener);
 
  private:
-  Runtime() = default;
   void update_activity();
+  void publish_locked();  // a new snapshot of dumper_, generation_ and models_
   void notify_iteration(uint64_t it);
   void notify_ending(Dumper& dumper);
 
@@ -100,6 +135,9 @@ class Runtime {
   std::shared_ptr<Dumper> dumper_;
   uint64_t generation_ = 0;
   std::vector<ModelInfo> models_;
+  std::shared_ptr<const RuntimeSnapshot> snapshot_;  // under mutex_
+  std::atomic<uint64_t> snapshot_version_{0};  // unique across runtimes
+  std::atomic<bool> environment_read_{false};
   std::unordered_map<uint64_t, std::string> tensor_names_;
   std::vector<RuntimeListener*> listeners_;
   std::atomic<uint64_t> iteration_{0};

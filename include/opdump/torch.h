@@ -1,6 +1,7 @@
 // The PyTorch adapter: an at::RecordFunction observer that reports operator executions to the
-// opdump runtime. Loading libopdump_torch installs it; dumping starts with set_dump() (or the
-// OPDUMP_CONFIG / MINDSPORE_DUMP_CONFIG environment variable at load time).
+// opdump runtime. A C++ program calls install() once, before it dumps (the Python module does so
+// at import); dumping starts with init()/set_dump(), or from the environment (OPDUMP_CONFIG or
+// MindSpore's MINDSPORE_DUMP_CONFIG) at install().
 #pragma once
 #include <string>
 #include <vector>
@@ -11,7 +12,8 @@
 
 namespace opdump::pt {
 
-// Installs the observer (idempotent; done when the library loads).
+// Installs the observer, then applies the environment (RANK / LOCAL_RANK, and a dump when
+// OPDUMP_CONFIG or MINDSPORE_DUMP_CONFIG names a config). Idempotent.
 void install();
 
 // A TorchScript model loaded under a name (seed 004: configs apply to models loaded after

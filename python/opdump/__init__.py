@@ -10,6 +10,8 @@
 Setting OPDUMP_CONFIG (or MINDSPORE_DUMP_CONFIG) to a config file turns dumping on at import.
 """
 import atexit
+import sys
+import warnings
 import os
 import weakref
 
@@ -29,10 +31,10 @@ def _detect_rank():
             rank = dist.get_rank()
     except Exception:  # torch.distributed missing or not usable: fall back to the environment
         pass
+    _, env_rank, env_device = _opdump.environment()  # RANK / LOCAL_RANK, read by the library
     if rank is None:
-        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
-    device = int(os.environ.get("LOCAL_RANK", rank))
-    return rank, device
+        return env_rank, env_device
+    return rank, env_device if "LOCAL_RANK" in os.environ else rank
 
 
 # ---- torch.compile ----------------------------------------------------------------------------
@@ -339,9 +341,22 @@ _opdump.set_internal_folders(_internal_folders())
 
 
 def _configure_from_environment():
-    path = os.environ.get("OPDUMP_CONFIG") or os.environ.get("MINDSPORE_DUMP_CONFIG")
-    if path and not _opdump.initialized():
+    """OPDUMP_CONFIG (or MindSpore's MINDSPORE_DUMP_CONFIG): the library reads the variables; this
+    applies them through init(), so that compiled code runs eagerly before the dump starts."""
+    claimed = _opdump.claim_environment()
+    if claimed is None:
+        return
+    path = claimed[0]
+    if not path:
+        return
+    if _opdump.initialized():
+        warnings.warn(f"opdump: the environment names a dump config ({path}) but opdump was already initialized; "
+                      "it is not applied", stacklevel=2)
+        return
+    try:
         init(path)
+    except OpdumpError as e:  # a bad variable must not stop the program: reported, not raised
+        sys.stderr.write(f"[opdump error] cannot dump with {path}: {e}\n")
 
 
 _configure_from_environment()

@@ -16,9 +16,10 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "adapter_internal.h"
+#include "capture.h"
+#include "debug_scenes.h"
+#include "kernel_args.h"
 #include "host_stats.h"
-#include "opdump/debug_scenes.h"
 #include "opdump/runtime.h"
 
 namespace opdump::pt::detail {

@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   const std::string out = std::filesystem::absolute(arg_value(argc, argv, "--output", "opdump-demo-out")).string();
   const int iterations = std::stoi(arg_value(argc, argv, "--iterations", "4"));
   try {
+    opdump::pt::install();  // the PyTorch observer: explicit, before any dump
     opdump::DumpConfig config = opdump::load_config(config_path);
     config.dump_path = std::filesystem::path(out).lexically_normal().string();
     while (config.dump_path.size() > 1 && config.dump_path.back() == '/') config.dump_path.pop_back();

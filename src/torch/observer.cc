@@ -24,233 +24,22 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "adapter_internal.h"
+#include "observer.h"
+
+#include "capture.h"
+#include "debug_scenes.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
-#include "tensor_ids.h"
+#include "kernel_args.h"
 #include "opdump/error.h"
 #include "opdump/log.h"
 #include "opdump/runtime.h"
-#include "opdump/torch.h"
+#include "select/op_kinds.h"
+#include "tensor_ids.h"
+#include "written_args.h"
 
-namespace opdump::pt {
-namespace detail {
-
-// ---- tensors -> opdump ----------------------------------------------------------------------
-
-bool dtype_of(at::ScalarType s, DType* out) {
-  switch (s) {
-    case at::kBool: *out = DType::Bool; return true;
-    case at::kChar: *out = DType::Int8; return true;
-    case at::kShort: *out = DType::Int16; return true;
-    case at::kInt: *out = DType::Int32; return true;
-    case at::kLong: *out = DType::Int64; return true;
-    case at::kByte: *out = DType::UInt8; return true;
-    case at::kHalf: *out = DType::Float16; return true;
-    case at::kBFloat16: *out = DType::BFloat16; return true;
-    case at::kFloat: *out = DType::Float32; return true;
-    case at::kDouble: *out = DType::Float64; return true;
-    case at::kComplexFloat: *out = DType::Complex64; return true;
-    case at::kComplexDouble: *out = DType::Complex128; return true;
-    default: return false;
-  }
-}
-
-// A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that
-// wait_ready() waits for (an event on the producing stream: no synchronisation of training).
-class TensorBuffer final : public Buffer {
- public:
-  TensorBuffer(at::Tensor host, std::unique_ptr<c10::Event> event)
-      : host_(std::move(host)), event_(std::move(event)) {}
-  const void* data() const override { return host_.data_ptr(); }
-  size_t size() const override { return host_.numel() * host_.element_size(); }
-  // Polls on a writer thread (c10::Event::synchronize is not in every PyTorch version).
-  void wait_ready() const override {
-    while (event_ && !event_->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  bool ready() const override { return !event_ || event_->query(); }
-
- private:
-  at::Tensor host_;
-  std::unique_ptr<c10::Event> event_;
-};
-
+namespace opdump::pt::detail {
 namespace {
-std::unique_ptr<c10::Event> record_event(const at::Device& device) {
-  auto event = std::make_unique<c10::Event>(device.type());
-  const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
-  event->record(impl->getStream(device));
-  return event;
-}
-}  // namespace
-
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t) {
-  if (t.device().is_cpu()) {
-    at::Tensor copy = at::empty(t.sizes(), t.options().memory_format(at::MemoryFormat::Contiguous));
-    copy.copy_(t);
-    return std::make_shared<TensorBuffer>(std::move(copy), nullptr);
-  }
-  at::Tensor pinned =
-      at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true).memory_format(at::MemoryFormat::Contiguous));
-  pinned.copy_(t, /*non_blocking=*/true);
-  return std::make_shared<TensorBuffer>(std::move(pinned), record_event(t.device()));
-}
-
-uint64_t stream_of(const at::Tensor& t) {
-  if (!t.defined() || t.device().is_cpu()) return 0;
-  return static_cast<uint64_t>(c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).id());
-}
-
-DumpTensor dump_copy(const at::Tensor& t) {
-  DType dtype;
-  if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype))
-    return DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr};
-  auto copy = host_copy(t.detach());
-  return DumpTensor{TensorView{copy->data(), dtype, Shape(t.sizes().begin(), t.sizes().end())}, copy, nullptr};
-}
-
-// Statistics computed with ATen ops on the tensor's own device and stream; only a vector of 11
-// doubles comes back, copied asynchronously.
-std::function<TensorStats()> device_stats(const at::Tensor& t) {
-  at::Tensor x = t.is_complex() ? t.abs() : t;
-  if (x.scalar_type() == at::kBool) x = x.to(at::kByte);
-  const bool floating = x.is_floating_point();
-  std::vector<at::Tensor> parts;
-  auto count = [](const at::Tensor& mask) { return mask.sum(at::kDouble); };
-  at::Tensor finite = floating ? x.isfinite() : at::ones_like(x, x.options().dtype(at::kBool));
-  parts.push_back(floating ? count(x.isnan()) : at::zeros({}, x.options().dtype(at::kDouble)));
-  parts.push_back(floating ? count(x.isinf().logical_and(x > 0)) : at::zeros({}, x.options().dtype(at::kDouble)));
-  parts.push_back(floating ? count(x.isinf().logical_and(x < 0)) : at::zeros({}, x.options().dtype(at::kDouble)));
-  parts.push_back(count(x < 0));
-  parts.push_back(count(x > 0));
-  parts.push_back(count(x == 0));
-  at::Tensor xd = x.to(at::kDouble);
-  at::Tensor fin_values = floating ? xd.masked_fill(finite.logical_not(), 0) : xd;
-  parts.push_back(fin_values.sum());
-  parts.push_back((fin_values * fin_values).sum());
-  const double inf = std::numeric_limits<double>::infinity();
-  if (x.numel() > 0) {
-    parts.push_back(floating ? xd.masked_fill(finite.logical_not(), inf).min() : xd.min());
-    parts.push_back(floating ? xd.masked_fill(finite.logical_not(), -inf).max() : xd.max());
-  } else {
-    parts.push_back(at::full({}, inf, xd.options()));
-    parts.push_back(at::full({}, -inf, xd.options()));
-  }
-  parts.push_back(count(finite));
-  at::Tensor packed = at::stack(parts);
-  auto buffer = host_copy(packed);
-  const uint64_t n = static_cast<uint64_t>(t.numel());
-  const bool complex = t.is_complex();
-  return [buffer, n, complex] {
-    buffer->wait_ready();
-    const double* v = static_cast<const double*>(buffer->data());
-    TensorStats s;
-    s.count = n;
-    s.nan = static_cast<uint64_t>(v[0]);
-    s.pos_inf = static_cast<uint64_t>(v[1]);
-    s.neg_inf = static_cast<uint64_t>(v[2]);
-    s.negative = static_cast<uint64_t>(v[3]);
-    s.positive = static_cast<uint64_t>(v[4]);
-    s.zero = static_cast<uint64_t>(v[5]);
-    s.sum = v[6];
-    s.sum_sq = v[7];
-    s.min = v[8];
-    s.max = v[9];
-    s.finite = static_cast<uint64_t>(v[10]);
-    s.int_min = static_cast<int64_t>(v[8] > -9.2e18 ? v[8] : 0);
-    s.int_max = static_cast<int64_t>(v[9] < 9.2e18 ? v[9] : 0);
-    s.uint_min = static_cast<uint64_t>(v[8] > 0 ? v[8] : 0);
-    s.uint_max = static_cast<uint64_t>(v[9] > 0 && v[9] < 1.8e19 ? v[9] : 0);
-    (void)complex;
-    return s;
-  };
-}
-
-// ---- kernel arguments (seed 001's save_kernel_args) -------------------------------------------
-
-namespace {
-std::string json_escape(const std::string& in) {
-  std::string out;
-  for (unsigned char c : in) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string json_number(double v) {
-  if (std::isnan(v)) return "\"nan\"";
-  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// One argument as JSON; tensors become {"tensor": slot} in the order the dump numbers them.
-std::string arg_json(const c10::IValue& v, uint32_t* slot) {
-  if (v.isTensor()) return "{\"tensor\": " + std::to_string((*slot)++) + "}";
-  if (v.isNone()) return "null";
-  if (v.isBool()) return v.toBool() ? "true" : "false";
-  if (v.isInt()) return std::to_string(v.toInt());
-  if (v.isDouble()) return json_number(v.toDouble());
-  if (v.isString()) return "\"" + json_escape(v.toStringRef()) + "\"";
-  if (v.isDevice()) return "{\"device\": \"" + v.toDevice().str() + "\"}";
-  if (v.isTensorList()) {
-    std::string out = "{\"tensors\": [";
-    const size_t n = v.toTensorVector().size();
-    for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string((*slot)++);
-    return out + "]}";
-  }
-  if (v.isList()) {
-    std::string out = "[";
-    bool first = true;
-    for (const c10::IValue& e : v.toListRef()) {
-      out += (first ? "" : ", ") + arg_json(e, slot);
-      first = false;
-    }
-    return out + "]";
-  }
-  if (v.isComplexDouble()) {
-    auto z = v.toComplexDouble();
-    return "{\"complex\": [" + json_number(z.real()) + ", " + json_number(z.imag()) + "]}";
-  }
-  return "{\"unsupported\": \"" + json_escape(v.tagKind()) + "\"}";
-}
-
-}  // namespace
-
-std::string kernel_args_json(const at::RecordFunction& fn, c10::ArrayRef<const c10::IValue> inputs,
-                             const std::string& op_name) {
-  std::string out = "{\"op_name\": \"" + json_escape(op_name) + "\", \"operator\": \"" + json_escape(fn.name()) + "\"";
-  auto schema = fn.operator_schema();
-  if (schema) out += ", \"overload\": \"" + json_escape(schema->overload_name()) + "\"";
-  out += ", \"arguments\": [";
-  uint32_t slot = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string name = "arg" + std::to_string(i);
-    bool kwarg_only = false;
-    if (schema && i < schema->arguments().size()) {
-      name = schema->arguments()[i].name();
-      kwarg_only = schema->arguments()[i].kwarg_only();
-    }
-    out += std::string(i ? ", " : "") + "{\"name\": \"" + json_escape(name) + "\", \"kwarg_only\": " +
-           (kwarg_only ? "true" : "false") + ", \"value\": " + arg_json(inputs[i], &slot) + "}";
-  }
-  return out + "]}\n";
-}
-
-}  // namespace detail
-
-namespace {
-using namespace detail;
 
 // ---- per-thread and per-iteration state ------------------------------------------------------
 
@@ -273,13 +62,7 @@ struct ThreadState {
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
   StatsCache cache;
-  // Per operator overload (its schema's name pointer is one per overload): the arguments it writes
-  // to (schema alias annotations "(a!)"), and among them its out= buffers.
-  struct WrittenArgs {
-    std::vector<uint32_t> written;
-    std::vector<uint32_t> out;  // keyword-only "(a!)" arguments: what they held before does not matter
-  };
-  std::unordered_map<const char*, WrittenArgs> written_args;
+  WrittenArgs written_args;
 };
 
 ThreadState& state() {
@@ -326,6 +109,8 @@ struct OpCtx final : at::ObserverContext {
   uint64_t model_id = 0;
   bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
   SceneOp scene;
+  std::shared_ptr<Dumper> dumper;  // the dump this op reports to, from its start to its end
+  Dumper::OpLease lease;           // finalize waits for it
 };
 
 struct ForwardOp {
@@ -334,119 +119,17 @@ struct ForwardOp {
   uint64_t model_id;
 };
 
-// Skipped ops whose output holds whatever the allocator left (until something writes it), and
-// skipped ops that write their first argument: inputs read from the former are not dumped.
-bool makes_uninitialized(const std::string& op_type) {
-  return op_type == "empty" || op_type == "empty_like" || op_type == "empty_strided" || op_type == "new_empty" ||
-         op_type == "new_empty_strided";
-}
-bool initializes(const std::string& op_type) {
-  static const std::unordered_set<std::string> ops = {"zero_", "fill_", "copy_", "uniform_", "normal_", "bernoulli_",
-                                                      "random_", "exponential_", "geometric_", "cauchy_", "log_normal_"};
-  return ops.count(op_type) > 0;
-}
-
-// Skipped ops whose output copies an input (the slot given): data flow runs through them.
-int copied_input(const std::string& op_type) {
-  static const std::unordered_map<std::string, int> ops = {
-      {"to", 0}, {"_to_copy", 0}, {"contiguous", 0}, {"clone", 0}, {"reshape", 0}, {"flatten", 0},
-      {"type_as", 0}, {"copy_", 1}, {"_reshape_alias", 0}};
-  auto it = ops.find(op_type);
-  return it == ops.end() ? -1 : it->second;
-}
-
-// Ops that compute nothing from data: factories, views and metadata.
-const std::unordered_set<std::string>& no_compute_ops() {
-  static const std::unordered_set<std::string> ops = {
-      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
-      "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "rand", "randn", "randint", "randperm",
-      "rand_like", "randn_like", "arange", "linspace", "scalar_tensor", "view", "_unsafe_view", "reshape",
-      "_reshape_alias", "as_strided", "t", "transpose", "permute", "expand", "expand_as", "squeeze", "unsqueeze",
-      "select", "slice", "narrow", "detach", "detach_", "alias", "lift_fresh", "size", "stride", "numel", "dim",
-      "is_same_size", "is_nonzero", "flatten", "unflatten", "view_as", "split", "chunk", "unbind", "resize_",
-      "set_", "item", "_local_scalar_dense", "requires_grad_", "retain_grad", "to", "_to_copy", "contiguous",
-      "clone", "copy_", "zero_", "fill_", "uniform_", "normal_", "bernoulli_", "random_", "result_type",
-      "as_strided_", "resize_as_", "empty_like", "_empty_affine_quantized",
-      "_has_compatible_shallow_copy_type", "record_stream", "output_nr", "_version", "is_leaf", "data",
-      // views that only change how the same memory is read
-      "resolve_conj", "resolve_neg", "conj", "_conj", "_neg_view", "view_as_real", "view_as_complex", "diagonal",
-      "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "split_with_sizes", "tensor_split", "unsafe_split",
-      "unsafe_chunk", "real", "imag", "adjoint", "numpy_T", "matrix_H", "mT", "mH", "_values", "_indices",
-  };
-  return ops;
-}
-
-// Ops whose name says they are not data computations ("autograd::engine::...", "profiler::").
-bool is_operator(const char* name) {
-  const char* sep = std::strstr(name, "::");
-  if (!sep) return false;
-  if (!std::strncmp(name, "autograd::", 10) || !std::strncmp(name, "profiler::", 10)) return false;
-  return std::strchr(name, ' ') == nullptr;
-}
-
-// Tensors an op writes to in place. Not every kernel bumps the version counter of what it
-// writes (native_batch_norm's running statistics, say), so the statistics cache forgets them.
-const ThreadState::WrittenArgs& written_args(const at::RecordFunction& fn, ThreadState& ts) {
-  static const ThreadState::WrittenArgs none;
-  auto it = ts.written_args.find(fn.name());
-  if (it != ts.written_args.end()) return it->second;
-  auto schema = fn.operator_schema();
-  if (!schema) return none;  // not a dispatcher op: nothing cached (its name may be a temporary)
-  ThreadState::WrittenArgs w;
-  const auto& args = schema->arguments();
-  // PyTorch 1.x does not annotate the running statistics batch_norm kernels update in place.
-  const bool batch_norm = std::strstr(fn.name(), "batch_norm") != nullptr;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
-    if (writes || (batch_norm && (args[i].name() == "running_mean" || args[i].name() == "running_var")))
-      w.written.push_back(static_cast<uint32_t>(i));
-    if (writes && args[i].kwarg_only()) w.out.push_back(static_cast<uint32_t>(i));
-  }
-  return ts.written_args.emplace(fn.name(), std::move(w)).first->second;
-}
-
-// The dump slots of an op's out= buffers (their bytes before the op ran are whatever was there).
-std::vector<bool> out_buffer_slots(const at::RecordFunction& fn, ThreadState& ts) {
-  const auto& out = written_args(fn, ts).out;
-  std::vector<bool> slots;
-  const auto inputs = fn.inputs();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const size_t n = tensors_of(c10::ArrayRef<c10::IValue>(&inputs[i], 1)).size();
-    const bool is_out = std::find(out.begin(), out.end(), static_cast<uint32_t>(i)) != out.end();
-    slots.insert(slots.end(), n, is_out);
-  }
-  return slots;
-}
-
-void collect_written(const at::RecordFunction& fn, ThreadState& ts, std::vector<const c10::TensorImpl*>& out,
-                     std::vector<const c10::StorageImpl*>& storages) {
-  const auto& positions = written_args(fn, ts).written;
-  if (positions.empty()) return;
-  auto add = [&](const at::Tensor& t) {
-    if (!t.defined()) return;
-    out.push_back(t.unsafeGetTensorImpl());
-    if (const c10::StorageImpl* storage = storage_of(t)) storages.push_back(storage);
-  };
-  const auto inputs = fn.inputs();
-  for (uint32_t i : positions) {
-    if (i >= inputs.size()) continue;
-    if (inputs[i].isTensor()) {
-      add(inputs[i].toTensor());
-    } else if (inputs[i].isTensorList()) {  // _foreach_add_(Tensor(a!)[] self, ...): optimizers
-      for (const at::Tensor& t : inputs[i].toTensorVector()) add(t);
-    }
-  }
-}
-
 class Observer final : public RuntimeListener {
  public:
+  explicit Observer(Runtime& runtime) : runtime_(runtime) {}
+
   void on_activity(bool dumping) override {
     if (!dumping) {
       begin_draining();
-      DebugScenes::instance().iteration_end(Runtime::instance().dumper().get());
+      DebugScenes::instance().iteration_end(runtime_.dumper().get());
     }
     if (dumping)
-      if (auto d = Runtime::instance().dumper()) {
+      if (auto d = runtime_.dumper()) {
         level_.store(static_cast<int>(d->config().level));
         scene_.store(static_cast<int>(d->config().scene));
       }
@@ -476,7 +159,7 @@ class Observer final : public RuntimeListener {
     // iteration is dumped too, every write stays observed (written-argument rule), so they stay
     // with the statistics thread. Otherwise the callback keeps watching writes until that
     // thread is done (draining); one whole iteration later they are finished here.
-    auto dumper = Runtime::instance().dumper();
+    auto dumper = runtime_.dumper();
     if (!dumper || !dumper->iteration_selected(iteration)) {
       if (draining_.load()) finish_lazy_stats();
       else begin_draining();
@@ -490,7 +173,7 @@ class Observer final : public RuntimeListener {
   }
 
   static std::unique_ptr<at::ObserverContext> start_cb(const at::RecordFunction& fn) {
-    if (!Runtime::instance().dumping()) {
+    if (!instance().runtime_.dumping()) {
       if (instance().draining_.load(std::memory_order_relaxed)) instance().drain(fn);
       return nullptr;
     }
@@ -503,7 +186,7 @@ class Observer final : public RuntimeListener {
     try {
       return instance().start(fn, ts);
     } catch (const std::exception& e) {
-      Runtime::instance().disable_after_error(std::string("in the start callback of ") + fn.name() + ": " + e.what());
+      instance().runtime_.disable_after_error(std::string("in the start callback of ") + fn.name() + ": " + e.what());
     }
     return nullptr;
   }
@@ -514,18 +197,18 @@ class Observer final : public RuntimeListener {
     try {
       instance().end(fn, ts, static_cast<OpCtx*>(raw));
     } catch (const std::exception& e) {
-      Runtime::instance().disable_after_error(std::string("in the end callback of ") + fn.name() + ": " + e.what());
+      instance().runtime_.disable_after_error(std::string("in the end callback of ") + fn.name() + ": " + e.what());
     }
   }
 
-  static Observer& instance() {
-    static Observer* o = new Observer();
-    return *o;
-  }
+  // The one observer the RecordFunction callbacks reach (install_observer sets it before it
+  // registers any callback; never destroyed: callbacks may run during exit).
+  static Observer& instance() { return *installed_observer_; }
+  static inline Observer* installed_observer_ = nullptr;
 
  private:
   void sync_iteration(ThreadState& ts) {
-    const uint64_t it = Runtime::instance().iteration();
+    const uint64_t it = runtime_.iteration();
     if (ts.iteration == it) return;
     ts.iteration = it;
     ts.calls.clear();
@@ -558,7 +241,7 @@ class Observer final : public RuntimeListener {
       ts.nodes.push_back(std::move(f));
       return ctx;
     }
-    if (!is_operator(name)) {
+    if (!op_kinds::is_operator(name)) {
       if (std::strncmp(name, "autograd::engine::evaluate_function: ", 37) != 0) return nullptr;
       auto ctx = std::make_unique<OpCtx>();
       ctx->engine = true;
@@ -569,7 +252,7 @@ class Observer final : public RuntimeListener {
     auto ctx = std::make_unique<OpCtx>();
     if (!ts.cache.empty() || !PendingWork::instance().empty() ||
         scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
-      collect_written(fn, ts, ctx->written, ctx->written_storages);
+      ts.written_args.collect(fn, ctx->written, ctx->written_storages);
       PendingWork::instance().force(ctx->written_storages);  // summarize before this op writes it
       ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     }
@@ -577,13 +260,17 @@ class Observer final : public RuntimeListener {
     if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
         ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
       return ctx;  // inside an api op: only the nesting depth matters
-    std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
+    const std::shared_ptr<const RuntimeSnapshot> snapshot = runtime_.snapshot();
+    std::shared_ptr<Dumper> dumper = snapshot->dumper;
     if (!dumper) return ctx;
+    ctx->lease = dumper->enter_op();
+    if (!ctx->lease) return ctx;  // the dump is closing
+    ctx->dumper = dumper;
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
     const std::string op_type = std::strstr(name, "::") + 2;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling
     // as_strided_) is still the innermost op that computes.
-    if (parent && !(dumper->config().skip_no_compute_ops && no_compute_ops().count(op_type))) parent->had_child = true;
+    if (parent && !(dumper->config().skip_no_compute_ops && op_kinds::computes_nothing(op_type))) parent->had_child = true;
     ts.open.push_back(ctx.get());
     const int base = ts.nodes.empty() ? 0 : ts.nodes.back().base_depth;
     const bool top = ctx->depth == base;
@@ -593,7 +280,7 @@ class Observer final : public RuntimeListener {
     if (ts.nodes.empty()) {
       model = scopes::current_model();
       if (!model.empty())
-        if (auto m = Runtime::instance().find_model(model)) model_id = m->id;
+        if (const ModelInfo* m = snapshot->find_model(model)) model_id = m->id;
     } else {
       model = ts.nodes.back().model;
       model_id = ts.nodes.back().model_id;
@@ -633,13 +320,13 @@ class Observer final : public RuntimeListener {
     const bool level_ok = config.level != ObserveLevel::Api || top;
     if (!level_ok) return ctx;
     // The watcher checks after in-place writers too (zero_, copy_, fill_ overwrite memory).
-    if (config.skip_no_compute_ops && no_compute_ops().count(op_type) &&
+    if (config.skip_no_compute_ops && op_kinds::computes_nothing(op_type) &&
         !(config.scene == Scene::Watcher && !ctx->written.empty())) {
-      const int copied = copied_input(op_type);
+      const int copied = op_kinds::copied_input(op_type);
       const auto inputs = fn.inputs();
       if (copied >= 0 && static_cast<size_t>(copied) < inputs.size() && inputs[copied].isTensor())
         ctx->alias_from = inputs[copied].toTensor();
-      ctx->marks = makes_uninitialized(op_type) ? 1 : initializes(op_type) ? -1 : 0;
+      ctx->marks = op_kinds::makes_uninitialized(op_type) ? 1 : op_kinds::initializes(op_type) ? -1 : 0;
       return ctx;
     }
 
@@ -647,13 +334,13 @@ class Observer final : public RuntimeListener {
     ctx->record.id = OpIdentity{op_type, ctx->name, task_counter_.fetch_add(1), 0, now_microseconds()};
     ctx->record.model_name = model;
     ctx->record.model_id = model_id;
-    ctx->record.iteration = Runtime::instance().iteration();
+    ctx->record.iteration = runtime_.iteration();
     ctx->executed = true;
     std::vector<bool> uninitialized;
     ids_.ids(fn.inputs(), ctx->input_ids, false, &uninitialized, &ctx->named);
     // CANN applies an acl model dump to models loaded after it was configured; every other dump
     // and every debug scene observes every model.
-    if (!model.empty() && config.model_dump_needs_reload() && !Runtime::instance().model_enabled(model)) return ctx;
+    if (!model.empty() && config.model_dump_needs_reload() && !snapshot->model_enabled(model)) return ctx;
     if (config.scene != Scene::Normal) {
       ctx->in_scene = true;
       Busy busy(ts);
@@ -664,8 +351,8 @@ class Observer final : public RuntimeListener {
 
     ctx->selected = true;
     if (config.dumps_inputs()) {
-      if (!written_args(fn, ts).out.empty()) {
-        const std::vector<bool> out = out_buffer_slots(fn, ts);
+      if (!ts.written_args.of(fn).out.empty()) {
+        const std::vector<bool> out = ts.written_args.out_buffer_slots(fn);
         for (size_t i = 0; i < out.size() && i < uninitialized.size(); ++i) uninitialized[i] = uninitialized[i] || out[i];
       }
       capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages,
@@ -689,7 +376,7 @@ class Observer final : public RuntimeListener {
     for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
     // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
     // input statistics would be a pass over all gradients on the training thread.
-    if (ctx->fills) remember_filled(fn, ts);
+    if (ctx->fills) remember_filled(fn, ts, ctx->dumper.get());
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       if (seq_end > ctx->seq_start) {
@@ -706,15 +393,14 @@ class Observer final : public RuntimeListener {
       }
     }
     if (!ctx->executed) return;
-    std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
-    if (!dumper) return;
+    const std::shared_ptr<Dumper>& dumper = ctx->dumper;
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
     ids_.ids(fn.outputs(), output_ids, /*written=*/true, nullptr, &ctx->named);
     std::string source;
     if (dumper->wants_source(ctx->record.model_id)) {
       Busy busy(ts);
-      source = Runtime::instance().python_location();
+      source = runtime_.python_location();
     }
     dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
     if (ctx->in_scene) {
@@ -732,8 +418,7 @@ class Observer final : public RuntimeListener {
     dumper->dump_op(ctx->record, ctx->inputs, outputs);
   }
 
-  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts) {
-    std::shared_ptr<Dumper> dumper = Runtime::instance().dumper();
+  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const Dumper* dumper) {
     if (!dumper || !dumper->config().dumps_statistics() || dumper->config().stat_calc_mode == StatCalcMode::Device)
       return;
     const StatsOptions options = dumper->stats_options();
@@ -833,7 +518,7 @@ class Observer final : public RuntimeListener {
   // pending while training goes on, and the writer threads get the batched rows; meanwhile the
   // callback stays on to force the statistics of anything an op is about to write (host_stats.h).
   void begin_draining() {
-    if (auto dumper = Runtime::instance().dumper()) dumper->flush_pending_rows();
+    if (auto dumper = runtime_.dumper()) dumper->flush_pending_rows();
     if (!PendingWork::instance().empty()) draining_.store(true);
   }
 
@@ -844,7 +529,7 @@ class Observer final : public RuntimeListener {
     try {
       std::vector<const c10::TensorImpl*> written;
       std::vector<const c10::StorageImpl*> storages;
-      collect_written(fn, ts, written, storages);
+      ts.written_args.collect(fn, written, storages);
       PendingWork::instance().force(storages);
       if (!PendingWork::instance().empty()) return;
       {
@@ -868,13 +553,14 @@ class Observer final : public RuntimeListener {
 
   // Off iterations cost nothing: the callback is disabled, not merely skipped, once draining is over.
   void apply_callback_state_locked() {
-    const bool want = Runtime::instance().dumping() || draining_.load();
+    const bool want = runtime_.dumping() || draining_.load();
     if (!installed_ || want == enabled_) return;
     if (want) at::reenableCallback(handle_);
     else at::disableCallback(handle_);
     enabled_ = want;
   }
 
+  Runtime& runtime_;
   std::mutex mutex_;
   bool installed_ = false, enabled_ = false;
   std::atomic<bool> draining_{false};
@@ -888,56 +574,16 @@ class Observer final : public RuntimeListener {
   std::atomic<int> scene_{static_cast<int>(Scene::Normal)};
 };
 
-// Environment: OPDUMP_CONFIG (or MindSpore's MINDSPORE_DUMP_CONFIG) turns dumping on when the
-// library loads; RANK / LOCAL_RANK give the rank and device of this process.
-void configure_from_environment() {
-  auto env_u32 = [](const char* name, uint32_t fallback) {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return fallback;
-    char* end = nullptr;
-    unsigned long x = std::strtoul(v, &end, 10);
-    return (end && *end == '\0' && x < 1u << 20) ? static_cast<uint32_t>(x) : fallback;
-  };
-  const uint32_t rank = env_u32("RANK", env_u32("LOCAL_RANK", 0));
-  Runtime::instance().set_rank(rank, env_u32("LOCAL_RANK", rank));
-  const char* path = std::getenv("OPDUMP_CONFIG");
-  if (!path || !*path) path = std::getenv("MINDSPORE_DUMP_CONFIG");
-  if (!path || !*path) return;
-  try {
-    Runtime::instance().init(path);
-    log_info(std::string("dumping configured from ") + path);
-  } catch (const std::exception& e) {
-    log_error(std::string("cannot dump with ") + path + ": " + e.what());
-  }
-}
-
-const bool g_installed = [] {
-  install();
-  configure_from_environment();
-  return true;
-}();
-
 }  // namespace
 
-void install() {
-  static bool done = [] {
-    Runtime::instance().add_listener(&Observer::instance());
-    return true;
+RuntimeListener& install_observer(Runtime& runtime) {
+  static Observer* observer = [&runtime] {
+    auto* o = new Observer(runtime);
+    Observer::installed_observer_ = o;
+    runtime.add_listener(o);  // registers the callbacks when a dump is active
+    return o;
   }();
-  (void)done;
-  (void)g_installed;
+  return *observer;
 }
 
-ScriptModel::ScriptModel(const std::string& path, const std::string& name) : name_(name) {
-  install();
-  module_ = torch::jit::load(path);
-  module_.eval();
-  Runtime::instance().register_model(name);
-}
-
-c10::IValue ScriptModel::forward(std::vector<c10::IValue> inputs) {
-  ModelScope scope(name_, module_.type()->name() ? module_.type()->name()->name() : "");
-  return module_.forward(std::move(inputs));
-}
-
-}  // namespace opdump::pt
+}  // namespace opdump::pt::detail

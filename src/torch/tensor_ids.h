@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "adapter_internal.h"
+#include "capture.h"
 
 namespace opdump::pt::detail {
 

@@ -11,9 +11,11 @@
 #include "opdump/error.h"
 #include "opdump/npy.h"
 #include "opdump/overflow_scan.h"
+#include "dumper_fixtures.h"
 #include "test_util.h"
 
 using namespace opdump;
+using test::no_env;
 
 namespace {
 
@@ -45,13 +47,6 @@ OverflowEvent event(uint64_t iteration, uint64_t task, bool inputs_finite) {
   e.iteration = iteration;
   e.inputs_finite = inputs_finite;
   return e;
-}
-
-ParseOptions no_env() {
-  ParseOptions o;
-  o.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  o.cwd = "/";
-  return o;
 }
 
 }  // namespace

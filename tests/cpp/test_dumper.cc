@@ -5,40 +5,14 @@
 #include "opdump/dumper.h"
 #include "opdump/error.h"
 #include "opdump/npy.h"
+#include "dumper_fixtures.h"
 #include "test_util.h"
 
 using namespace opdump;
-
-namespace {
-
-ParseOptions no_env() {
-  ParseOptions o;
-  o.env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  o.cwd = "/";
-  return o;
-}
-
-DumpTensor tensor_of(std::vector<float> values) {
-  auto b = std::make_shared<HeapBuffer>(values.data(), values.size() * 4);
-  return DumpTensor{TensorView{b->data(), DType::Float32, {static_cast<int64_t>(values.size())}}, b, nullptr};
-}
-
-OpRecord op(const std::string& type, const std::string& name, uint64_t task, uint64_t iteration,
-            const std::string& model = "") {
-  OpRecord r;
-  r.id = OpIdentity{type, name, task, 0, 1000 + task};
-  r.iteration = iteration;
-  r.model_name = model;
-  return r;
-}
-
-std::string ms_config(const std::string& path, const std::string& extra_common, const std::string& e2e = "true") {
-  return R"({"common_dump_settings": {"dump_mode": 0, "path": ")" + path +
-         R"(", "net_name": "Net", "iteration": "0|2", "input_output": 0, "kernels": [], "support_device": [0],
-         "op_debug_mode": 0)" + extra_common + R"(}, "e2e_dump_settings": {"enable": )" + e2e + "}}";
-}
-
-}  // namespace
+using test::ms_config;
+using test::no_env;
+using test::op;
+using test::tensor_of;
 
 TEST(Dumper, MindSporeSyncLayoutWithTensorsAndStatistics) {
   test::TempDir dir;

@@ -15,6 +15,7 @@
 #include "opdump/error.h"
 #include "opdump/statistic_csv.h"
 #include "origin.h"
+#include "util/thread_budget.h"
 
 namespace opdump {
 
@@ -184,7 +185,7 @@ void compare_statistics(CompareRow& r) {
   if (r.verdict != Verdict::Error) r.reason = "no statistic recorded on both sides (max, min, avg, l2norm)";
 }
 
-void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint64_t>& bytes) {
+void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint64_t>& bytes, ThreadBudget& budget) {
   const DumpEntry& t = *r.target;
   const DumpEntry& ref = *r.reference;
   if (!t.unreadable.empty() || !ref.unreadable.empty()) {
@@ -219,6 +220,7 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
   }
   bool mismatch = false;
   MetricsOptions mo = options.metrics;
+  mo.budget = &budget;
   r.metrics = compute_metrics(x.view(), y.view(), mo, &mismatch);
   bytes += x.nbytes() + y.nbytes();
   if (mismatch) {
@@ -281,14 +283,22 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   std::atomic<uint64_t> bytes{0};
   std::mutex progress_mutex;
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  // One budget for the row workers and the splits of large tensors inside them: each worker
+  // holds one thread; a worker out of rows gives its thread to the large tensors still running.
+  ThreadBudget budget(threads);
   auto worker = [&] {
+    budget.take(1);
+    struct Done {
+      ThreadBudget& b;
+      ~Done() { b.give_back(1); }
+    } done_with_rows{budget};
     while (true) {
       const size_t i = next.fetch_add(1);
       if (i >= result.rows.size()) break;
       CompareRow& r = result.rows[i];
       if (r.target && r.reference) {
         try {
-          compare_row(r, options, bytes);
+          compare_row(r, options, bytes, budget);
         } catch (const Error& e) {
           r.verdict = Verdict::Error;
           r.reason = e.what();

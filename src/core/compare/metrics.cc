@@ -8,6 +8,7 @@
 
 #include "metrics_kernels.h"
 #include "opdump/compare.h"
+#include "util/thread_budget.h"
 #include "opdump/error.h"
 
 namespace opdump {
@@ -176,6 +177,18 @@ TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const Me
   const double eps_t = std::max(dtype_epsilon(x.dtype), dtype_epsilon(y.dtype));
   detail::MetricsPartial total;
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned borrowed = 0;
+  if (n >= (uint64_t(1) << 21) && threads > 1 && options.budget) {
+    borrowed = options.budget->take(threads - 1);
+    threads = 1 + borrowed;
+  }
+  struct GiveBack {
+    ThreadBudget* budget;
+    unsigned n;
+    ~GiveBack() {
+      if (budget && n) budget->give_back(n);
+    }
+  } give_back{options.budget, borrowed};
   if (n < (uint64_t(1) << 21) || threads <= 1) {
     run_range(x, y, 0, n, kx, ky, eps_t, &total);
   } else {

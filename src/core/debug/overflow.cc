@@ -4,6 +4,7 @@
 
 #include "opdump/debug_scenes.h"
 #include "stats_kernels.h"
+#include "select/op_kinds.h"
 
 namespace opdump {
 
@@ -144,11 +145,6 @@ std::string describe_overflow(const OverflowEvent& e, bool fp16_range) {
   return out;
 }
 
-const std::vector<std::string>& default_overflow_ignore_ops() {
-  static const std::vector<std::string> ops = {"empty", "empty_like", "empty_strided", "new_empty",
-                                               "new_empty_strided", "_empty_affine_quantized", "resize_",
-                                               "set_"};
-  return ops;
-}
+const std::vector<std::string>& default_overflow_ignore_ops() { return op_kinds::overflow_ignored_by_default(); }
 
 }  // namespace opdump

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <thread>
 
@@ -135,6 +136,7 @@ std::string Dumper::op_folder(const OpRecord& op) {
 }
 
 void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
+  if (closed_.load(std::memory_order_acquire)) return;
   dump_to(op, op_folder(op), inputs, outputs);
 }
 
@@ -300,6 +302,7 @@ bool Dumper::wants_source(uint64_t graph) {
 
 void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
                               const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
+  if (closed_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(exec_mutex_);
   for (const auto& [id, name] : named) tensor_names_ += std::to_string(id) + "," + csv_escape(name) + "\n";
   if (op.iteration != exec_iteration_) {
@@ -364,6 +367,7 @@ void Dumper::flush_execution_locked() {
 }
 
 void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
+  if (closed_.load(std::memory_order_acquire)) return;
   const std::string folder = op_folder(op);
   const std::string path =
       folder + "/" + names_.map(folder, sanitize_name(op.id.op_type) + "." + sanitize_name(op.id.op_name) + ".json");
@@ -383,8 +387,69 @@ DumpCounters Dumper::counters() const {
   return DumpCounters{ops_.load(), tensors_.load(), tensor_bytes_.load(), stat_rows_.load()};
 }
 
+namespace {
+// Leases this thread holds, per Dumper: finalize() on a thread inside an op must not wait for itself.
+struct ThreadLeases {
+  const Dumper* dumper = nullptr;
+  int64_t count = 0;
+};
+thread_local std::vector<ThreadLeases> t_leases;
+
+int64_t& leases_here(const Dumper* d) {
+  for (auto& l : t_leases)
+    if (l.dumper == d) return l.count;
+  t_leases.push_back(ThreadLeases{d, 0});
+  return t_leases.back().count;
+}
+}  // namespace
+
+Dumper::OpLease& Dumper::OpLease::operator=(OpLease&& o) noexcept {
+  if (this != &o) {
+    release();
+    dumper_ = std::exchange(o.dumper_, nullptr);
+  }
+  return *this;
+}
+
+void Dumper::OpLease::release() {
+  if (!dumper_) return;
+  if (--leases_here(dumper_) == 0)
+    t_leases.erase(std::remove_if(t_leases.begin(), t_leases.end(), [](const ThreadLeases& l) { return !l.count; }),
+                   t_leases.end());
+  dumper_->ops_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+  dumper_ = nullptr;
+}
+
+Dumper::OpLease Dumper::enter_op() {
+  // Dekker-style with closing_: either finalize sees this op counted, or this op sees closing_.
+  ops_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+  if (closing_.load(std::memory_order_seq_cst)) {
+    ops_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+    return OpLease();
+  }
+  ++leases_here(this);
+  return OpLease(this);
+}
+
+void Dumper::stop_ops() {
+  closing_.store(true, std::memory_order_seq_cst);
+  const int64_t mine = leases_here(this);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kOpDrainMilliseconds);
+  while (ops_in_flight_.load(std::memory_order_seq_cst) > mine) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      log_warning(std::to_string(ops_in_flight_.load() - mine) + " operators on other threads were still being " +
+                  "dumped after " + std::to_string(kOpDrainMilliseconds / 1000) +
+                  " s; the dump is closed without waiting for them (their files may be missing)");
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 WriterReport Dumper::finalize(uint64_t last_iteration) {
+  std::lock_guard<std::mutex> finalize_lock(finalize_mutex_);
   if (finalized_) return final_report_;
+  stop_ops();
   flush_pending_rows();
   {
     std::lock_guard<std::mutex> lock(exec_mutex_);
@@ -394,6 +459,7 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   writer_->drain();
   statistics_->close_all();
   finalized_ = true;
+  closed_.store(true, std::memory_order_release);
   final_report_ = writer_->report();
   auto& warnings = final_report_.warnings;
   for (const auto& e : kernels_.unmatched_entries())

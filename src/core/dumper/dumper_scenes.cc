@@ -15,6 +15,7 @@ bool Dumper::overflow_ignored(std::string_view op_type) const {
 
 void Dumper::dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,
                            const std::vector<DumpTensor>& outputs) {
+  if (closed_.load(std::memory_order_acquire)) return;
   event.op = op.id;
   event.model_name = op.model_name;
   event.iteration = op.iteration;
@@ -31,6 +32,7 @@ void Dumper::dump_overflow(const OpRecord& op, OverflowEvent event, const std::v
 
 void Dumper::dump_exception(const OpRecord& op, const std::vector<DumpTensor>& inputs,
                             const std::vector<DumpTensor>& outputs, const ExceptionInfo& info) {
+  if (closed_.load(std::memory_order_acquire)) return;
   const std::string folder = op_folder(op);
   log_warning("exception dump: " + op.id.op_name + " (" + std::string(op.id.op_type) + ") failed; its " +
               (config_.dumps_outputs() ? "inputs and outputs are" : "inputs are") + " in " + folder);
@@ -92,6 +94,7 @@ bool Dumper::watch_layer_op(std::string_view op_name, std::string_view op_type) 
 }
 
 void Dumper::dump_watched(const OpRecord& watched, const OpRecord& layer, const std::vector<DumpTensor>& outputs) {
+  if (closed_.load(std::memory_order_acquire)) return;
   const std::string folder = join_path(op_folder(watched), "watcher/after_task_" + std::to_string(layer.id.task_id));
   {
     std::lock_guard<std::mutex> lock(folders_mutex_);
@@ -101,6 +104,7 @@ void Dumper::dump_watched(const OpRecord& watched, const OpRecord& layer, const 
 }
 
 void Dumper::record_watch(const WatchResult& r) {
+  if (closed_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(watch_mutex_);
   if (watch_rows_.empty())
     watch_rows_ = "Iteration,Layer Task ID,Layer Op,Watched Task ID,Watched Op,Output Slot,Changed Elements,"

@@ -27,6 +27,11 @@ Runtime& Runtime::instance() {
   return *runtime;
 }
 
+Runtime::Runtime() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  publish_locked();
+}
+
 void Runtime::init(const std::string& config_path) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -50,6 +55,7 @@ void Runtime::set_dump(const std::string& config_path) { set_dump_config(load_co
 
 void Runtime::set_dump_config(DumpConfig config) {
   for (const auto& w : config.warnings) log_warning(config.source + ": " + w);
+  const std::string source = config.source;
   std::shared_ptr<Dumper> replaced;
   if (config.enabled) {
     DumperOptions options;
@@ -62,13 +68,19 @@ void Runtime::set_dump_config(DumpConfig config) {
     dumper_ = std::move(dumper);
     ++generation_;
     broken_.store(false);
+    publish_locked();
+    if (listeners_.empty())
+      log_warning(source + ": no framework adapter is installed, so no operator will be observed " +
+                  "(PyTorch: import opdump, or call opdump::pt::install() first)");
   } else {
     std::lock_guard<std::mutex> lock(mutex_);
     replaced = std::move(dumper_);
     ++generation_;
+    publish_locked();
   }
   update_activity();
   if (replaced) {
+    replaced->stop_ops();  // ops in flight finish first; what they left with adapters is then complete
     notify_ending(*replaced);
     replaced->finalize(iteration_.load());
   }
@@ -79,9 +91,11 @@ WriterReport Runtime::finalize_dump() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     d = std::move(dumper_);
+    publish_locked();
   }
   update_activity();
   if (!d || g_forked_child.load()) return {};
+  d->stop_ops();
   notify_ending(*d);
   return d->finalize(iteration_.load());
 }
@@ -113,17 +127,56 @@ uint64_t Runtime::register_model(const std::string& name) {
   for (auto& m : models_)
     if (m.name == name) {
       m.generation = generation_;  // re-registering (reloading) picks up the current config
+      publish_locked();
       return m.id;
     }
   models_.push_back(ModelInfo{name, models_.size(), generation_});
+  publish_locked();
   return models_.back().id;
 }
 
-bool Runtime::model_enabled(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& m : models_)
-    if (m.name == name) return m.generation == generation_;
-  return true;  // not registered: an ad-hoc model name
+bool Runtime::model_enabled(const std::string& name) const { return snapshot()->model_enabled(name); }
+
+const ModelInfo* RuntimeSnapshot::find_model(const std::string& name) const {
+  for (const auto& m : models)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+bool RuntimeSnapshot::model_enabled(const std::string& name) const {
+  const ModelInfo* m = find_model(name);
+  return !m || m->generation == generation;
+}
+
+void Runtime::publish_locked() {
+  auto next = std::make_shared<RuntimeSnapshot>();
+  next->dumper = dumper_;
+  next->generation = generation_;
+  next->models = models_;
+  snapshot_ = std::move(next);
+  // Versions are unique across runtimes (tests make several): a thread's cache is one entry.
+  static std::atomic<uint64_t> versions{1};
+  snapshot_version_.store(versions.fetch_add(1) + 1, std::memory_order_release);
+}
+
+std::shared_ptr<const RuntimeSnapshot> Runtime::snapshot() const {
+  // Per thread: the snapshot last read and its version. A thread holds on to a dump's Dumper
+  // until its next op after the change (finalize does not depend on that: it closes the files).
+  struct Cached {
+    uint64_t version = 0;
+    std::shared_ptr<const RuntimeSnapshot> value;
+    ~Cached() {  // a forked child never destroys a Dumper: its threads stayed in the parent
+      if (g_forked_child.load()) new std::shared_ptr<const RuntimeSnapshot>(std::move(value));
+    }
+  };
+  thread_local Cached cached;
+  const uint64_t version = snapshot_version_.load(std::memory_order_acquire);
+  if (cached.version != version || !cached.value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cached.value = snapshot_;
+    cached.version = snapshot_version_.load(std::memory_order_relaxed);
+  }
+  return cached.value;
 }
 
 std::optional<ModelInfo> Runtime::find_model(const std::string& name) const {
@@ -148,6 +201,54 @@ void Runtime::set_rank(uint32_t rank, uint32_t device_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   rank_ = rank;
   device_id_ = device_id;
+}
+
+std::optional<EnvironmentSettings> Runtime::claim_environment() {
+  if (environment_read_.exchange(true)) return std::nullopt;
+  return read_environment();
+}
+
+bool Runtime::activate_from_environment() {
+  const std::optional<EnvironmentSettings> claimed = claim_environment();
+  if (!claimed) return false;
+  const EnvironmentSettings& env = *claimed;
+  set_rank(env.rank, env.device_id);
+  if (env.config_path.empty()) return false;
+  try {
+    if (initialized()) {
+      log_warning("the environment names a dump config (" + env.config_path + ") but opdump was already initialized; " +
+                  "it is not applied");
+      return false;
+    }
+    init(env.config_path);
+    log_info("dumping configured from " + env.config_path);
+    return true;
+  } catch (const std::exception& e) {
+    log_error("cannot dump with " + env.config_path + ": " + e.what());
+  }
+  return false;
+}
+
+EnvironmentSettings read_environment() {
+  auto text = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  auto number = [&](const char* name, uint32_t fallback) {
+    const std::string v = text(name);
+    if (v.empty()) return fallback;
+    char* end = nullptr;
+    const unsigned long x = std::strtoul(v.c_str(), &end, 10);
+    if (end && *end == '\0' && x < (1u << 20)) return static_cast<uint32_t>(x);
+    log_warning(std::string(name) + "=" + v + " is not a rank number; " + std::to_string(fallback) + " is used");
+    return fallback;
+  };
+  EnvironmentSettings env;
+  env.config_path = text("OPDUMP_CONFIG");
+  if (env.config_path.empty()) env.config_path = text("MINDSPORE_DUMP_CONFIG");
+  env.rank = number("RANK", number("LOCAL_RANK", 0));
+  env.device_id = number("LOCAL_RANK", env.rank);
+  return env;
 }
 
 void Runtime::add_listener(RuntimeListener* l) {

@@ -1,0 +1,68 @@
+#include "select/op_kinds.h"
+
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace opdump::op_kinds {
+namespace {
+
+const std::unordered_set<std::string_view>& uninitialized_ops() {
+  static const std::unordered_set<std::string_view> ops = {"empty", "empty_like", "empty_strided", "new_empty",
+                                                           "new_empty_strided", "_empty_affine_quantized"};
+  return ops;
+}
+
+}  // namespace
+
+bool is_operator(const char* name) {
+  if (!std::strstr(name, "::")) return false;
+  if (!std::strncmp(name, "autograd::", 10) || !std::strncmp(name, "profiler::", 10)) return false;
+  return std::strchr(name, ' ') == nullptr;
+}
+
+bool computes_nothing(std::string_view op_type) {
+  static const std::unordered_set<std::string_view> ops = {
+      "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+      "ones_like", "full", "full_like", "new_zeros", "new_ones", "new_full", "rand", "randn", "randint", "randperm",
+      "rand_like", "randn_like", "arange", "linspace", "scalar_tensor", "view", "_unsafe_view", "reshape",
+      "_reshape_alias", "as_strided", "t", "transpose", "permute", "expand", "expand_as", "squeeze", "unsqueeze",
+      "select", "slice", "narrow", "detach", "detach_", "alias", "lift_fresh", "size", "stride", "numel", "dim",
+      "is_same_size", "is_nonzero", "flatten", "unflatten", "view_as", "split", "chunk", "unbind", "resize_",
+      "set_", "item", "_local_scalar_dense", "requires_grad_", "retain_grad", "to", "_to_copy", "contiguous",
+      "clone", "copy_", "zero_", "fill_", "uniform_", "normal_", "bernoulli_", "random_", "result_type",
+      "as_strided_", "resize_as_", "_empty_affine_quantized",
+      "_has_compatible_shallow_copy_type", "record_stream", "output_nr", "_version", "is_leaf", "data",
+      // views that only change how the same memory is read
+      "resolve_conj", "resolve_neg", "conj", "_conj", "_neg_view", "view_as_real", "view_as_complex", "diagonal",
+      "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "split_with_sizes", "tensor_split", "unsafe_split",
+      "unsafe_chunk", "real", "imag", "adjoint", "numpy_T", "matrix_H", "mT", "mH", "_values", "_indices",
+  };
+  return ops.count(op_type) > 0;
+}
+
+bool makes_uninitialized(std::string_view op_type) { return uninitialized_ops().count(op_type) > 0; }
+
+bool initializes(std::string_view op_type) {
+  static const std::unordered_set<std::string_view> ops = {"zero_",   "fill_",        "copy_",      "uniform_",
+                                                           "normal_", "bernoulli_",   "random_",    "exponential_",
+                                                           "geometric_", "cauchy_",   "log_normal_"};
+  return ops.count(op_type) > 0;
+}
+
+int copied_input(std::string_view op_type) {
+  static const std::unordered_map<std::string_view, int> ops = {
+      {"to", 0},      {"_to_copy", 0}, {"contiguous", 0}, {"clone", 0},          {"reshape", 0},
+      {"flatten", 0}, {"type_as", 0},  {"copy_", 1},      {"_reshape_alias", 0}};
+  auto it = ops.find(op_type);
+  return it == ops.end() ? -1 : it->second;
+}
+
+const std::vector<std::string>& overflow_ignored_by_default() {
+  // The uninitialized-output ops, and those that swap in memory nothing wrote yet.
+  static const std::vector<std::string> ops = {"empty",     "empty_like", "empty_strided", "new_empty",
+                                               "new_empty_strided", "_empty_affine_quantized", "resize_", "set_"};
+  return ops;
+}
+
+}  // namespace opdump::op_kinds

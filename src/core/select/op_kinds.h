@@ -1,0 +1,26 @@
+// What an operator type does to data, as selection and data flow need to know it: the one place
+// that lists op types (framework-independent: names are ATen's, which torch_npu shares).
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opdump::op_kinds {
+
+// "aten::add" or "c10d::allreduce_" is an operator; "autograd::engine::...", "profiler::..."
+// and names with spaces are records of other things.
+bool is_operator(const char* record_name);
+// Factories, views and metadata: nothing is computed from data (skip_no_compute_ops).
+bool computes_nothing(std::string_view op_type);
+// Its output holds whatever the allocator left until something writes it (empty and friends).
+bool makes_uninitialized(std::string_view op_type);
+// It writes its first argument whatever it held (zero_, fill_, copy_, the random fills).
+bool initializes(std::string_view op_type);
+// Its output is a copy of the input at this slot (to, clone, contiguous, copy_'s source): data
+// flow runs through it. -1 for other ops.
+int copied_input(std::string_view op_type);
+// Ops the overflow scene ignores unless the config names its own list: their outputs are memory
+// nothing wrote yet, whose bit patterns may read as NaN/Inf.
+const std::vector<std::string>& overflow_ignored_by_default();
+
+}  // namespace opdump::op_kinds

@@ -1,0 +1,28 @@
+// Threads a computation may still start, shared by nested parallel loops (compare's row workers
+// and the splits of one large tensor inside them): nesting never runs more threads than asked
+// for, and a loop that finishes early hands its threads to the ones still running.
+#pragma once
+#include <algorithm>
+#include <atomic>
+
+namespace opdump {
+
+class ThreadBudget {
+ public:
+  explicit ThreadBudget(unsigned threads) : free_(threads) {}
+  // Up to `wanted` threads (0 when none is free); give them back when they are done.
+  unsigned take(unsigned wanted) {
+    unsigned now = free_.load(std::memory_order_relaxed);
+    while (true) {
+      const unsigned n = std::min(now, wanted);
+      if (n == 0) return 0;
+      if (free_.compare_exchange_weak(now, now - n, std::memory_order_acq_rel)) return n;
+    }
+  }
+  void give_back(unsigned n) { free_.fetch_add(n, std::memory_order_acq_rel); }
+
+ private:
+  std::atomic<unsigned> free_;
+};
+
+}  // namespace opdump

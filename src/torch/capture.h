@@ -1,0 +1,43 @@
+// Tensors as the Dumper takes them (shared by the observer and the debug scenes).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "opdump/dumper.h"
+#include "opdump/stats.h"
+
+namespace opdump::pt::detail {
+
+bool dtype_of(at::ScalarType s, DType* out);
+// A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that
+// Buffer::wait_ready() waits for.
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t);
+// Every tensor of an op's arguments or results in dump slot order (undefined ones included).
+// `Values`: RecordFunction::inputs() or outputs(), whose types differ between versions.
+template <typename Values>
+std::vector<at::Tensor> tensors_of(const Values& values) {
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& v : values) {
+    if (v.isTensor()) {
+      out.push_back(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+    } else if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef())
+        if (e.isTensor()) out.push_back(e.toTensor());
+    }
+  }
+  return out;
+}
+// A host copy as the Dumper takes it; an empty entry for what cannot be dumped.
+DumpTensor dump_copy(const at::Tensor& t);
+// The stream an op ran on (0 on the CPU).
+uint64_t stream_of(const at::Tensor& t);
+// Statistics computed with ATen ops on the tensor's own device and stream; the returned function
+// waits for the 11 numbers that come back asynchronously.
+std::function<TensorStats()> device_stats(const at::Tensor& t);
+
+}  // namespace opdump::pt::detail

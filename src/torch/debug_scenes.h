@@ -1,0 +1,42 @@
+// Overflow, exception and watcher capture for PyTorch ops (the scenes themselves, framework-free,
+// are in opdump/debug_scenes.h).
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include "opdump/debug_scenes.h"
+#include "opdump/dumper.h"
+
+namespace opdump::pt::detail {
+
+// Per-op state of the debug scenes.
+// RecordFunction::inputs() is valid only in the start callback: what the end needs is kept here.
+struct SceneOp {
+  int uncaught = 0;  // std::uncaught_exceptions() when the op started
+  // Overflow: the input tensors, with copies in place of those the op writes in place (small
+  // ones); large written ones are checked before the op instead (`prechecked`, by input slot).
+  std::vector<at::Tensor> inputs;
+  std::vector<std::pair<size_t, OverflowCheck>> prechecked;
+  // Exception dumps: the arguments themselves (references, no data copies).
+  std::vector<c10::IValue> arguments;
+};
+
+// Overflow, exception and watcher handling for ops of the configured level.
+class DebugScenes {
+ public:
+  static DebugScenes& instance();
+  // `written`: tensors the op may modify in place (schema alias annotations).
+  void start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
+             SceneOp& op);
+  void end(const at::RecordFunction& fn, const std::shared_ptr<Dumper>& dumper, const OpRecord& record, SceneOp& op);
+  // The end of an iteration (or of dumping): pending device checks are resolved, watches dropped.
+  void iteration_end(Dumper* dumper);
+  // The dump is about to close: every host check is done and let go (they hold the Dumper).
+  void dump_ending();
+};
+
+}  // namespace opdump::pt::detail
