@@ -3,8 +3,9 @@
 #  1. the core and its tests with clang under ASan+UBSan, plus the libFuzzer targets: every
 #     kept finding (tests/fuzz/regressions) is replayed, then each target fuzzes briefly from a
 #     corpus seeded with real configs and dump files;
-#  2. the core tests and the adapter under TSan (writer threads, statistics pool, name mapper;
-#     three Python threads training one model while it is dumped);
+#  2. the core tests and the adapter under TSan (writer threads, statistics pool, name mapper,
+#     runtime snapshots and op leases; libtorch ops on one thread while another finalizes; three
+#     Python threads training one model while it is dumped);
 #  3. the PyTorch adapter and Python module under ASan+UBSan (gcc, preloaded into Python),
 #     running the adapter, debug-scene and reliability tests (autograd threads, DataLoader
 #     workers, two gloo ranks).
@@ -39,9 +40,12 @@ done
 step "TSan build of the core tests and the PyTorch adapter"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUILD_BENCH=OFF \
   -DOPDUMP_SANITIZE=thread >/dev/null
-ninja -C build-tsan opdump_tests _opdump opdump_py
+ninja -C build-tsan opdump_tests opdump_torch_tests _opdump opdump_py
 # die_after_fork=0: the disk-full test forks a child that starts writer threads.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" build-tsan/tests/opdump_tests --gtest_brief=1
+# The adapter in process: a dump finalized while another thread runs ops.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+  build-tsan/tests/opdump_torch_tests --gtest_brief=1
 # Python and libtorch are not instrumented; TSan is preloaded with libstdc++ (see below).
 # libtorch's own autograd locking is invisible to TSan (not instrumented): tests/tsan.supp.
 for mode in full statistic overflow; do

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "opdump/layout.h"
+#include "opdump/csv.h"
 #include "opdump/stats.h"
 
 namespace opdump {
@@ -46,18 +47,5 @@ class StatisticCsvWriter {
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
 };
-
-// A parsed CSV file: header cells and rows of cells (RFC 4180 quoting).
-struct CsvTable {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  bool truncated_last_row = false;  // an unterminated, incomplete last row was dropped
-  int column(const std::string& name) const;  // -1 when absent
-};
-// Throws FormatError (naming the file and line) on unbalanced quotes or ragged rows. An
-// incomplete last row without a newline (a writer killed mid-row) is dropped, not an error.
-CsvTable read_csv(const std::string& path);
-CsvTable parse_csv(const std::string& text, const std::string& name);
-std::string csv_escape(const std::string& cell);
 
 }  // namespace opdump

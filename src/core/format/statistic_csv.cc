@@ -1,4 +1,4 @@
-// statistic.csv writer and a small RFC 4180 reader.
+// statistic.csv as MindSpore writes it.
 #include "opdump/statistic_csv.h"
 
 #include <fcntl.h>
@@ -6,23 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
 #include "opdump/error.h"
 #include "opdump/writer.h"
 
 namespace opdump {
-
-std::string csv_escape(const std::string& cell) {
-  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
-  std::string out = "\"";
-  for (char c : cell) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string statistic_csv_header(const std::vector<StatCategory>& categories) {
   std::string h = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape";
@@ -99,90 +87,6 @@ void StatisticCsvWriter::close_all() {
     if (f->fd >= 0) ::close(f->fd);
     f->fd = -1;
   }
-}
-
-int CsvTable::column(const std::string& name) const {
-  for (size_t i = 0; i < header.size(); ++i)
-    if (header[i] == name) return static_cast<int>(i);
-  return -1;
-}
-
-CsvTable parse_csv(const std::string& text, const std::string& name) {
-  CsvTable table;
-  std::vector<std::string> row;
-  std::string cell;
-  bool quoted = false, in_quotes = false, row_has_data = false;
-  size_t line = 1, row_line = 1;
-  auto end_row = [&] {
-    row.push_back(std::move(cell));
-    cell.clear();
-    if (table.header.empty()) {
-      table.header = std::move(row);
-    } else {
-      if (row.size() != table.header.size())
-        throw FormatError(name, "line " + std::to_string(row_line) + " has " + std::to_string(row.size()) +
-                                    " cells, the header has " + std::to_string(table.header.size()));
-      table.rows.push_back(std::move(row));
-    }
-    row.clear();
-    row_has_data = false;
-    quoted = false;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_quotes) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          cell += '"';
-          ++i;
-        } else {
-          in_quotes = false;
-        }
-      } else {
-        if (c == '\n') ++line;
-        cell += c;
-      }
-      continue;
-    }
-    if (c == '"' && cell.empty() && !quoted) {
-      in_quotes = quoted = true;
-      row_has_data = true;
-    } else if (c == ',') {
-      row.push_back(std::move(cell));
-      cell.clear();
-      quoted = false;
-      row_has_data = true;
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      if (row_has_data || !cell.empty()) end_row();
-      ++line;
-      row_line = line;
-    } else {
-      if (quoted) throw FormatError(name, "line " + std::to_string(line) + ": text after a closing quote");
-      cell += c;
-      row_has_data = true;
-    }
-  }
-  const bool unterminated = !text.empty() && text.back() != '\n' && text.back() != '\r';
-  if (unterminated && !table.header.empty() &&
-      (in_quotes || row.size() + 1 != table.header.size())) {
-    // A last row cut short and not ended by a newline: the writer was killed mid-write (every
-    // row opdump writes ends with one). The whole rows before it stand.
-    table.truncated_last_row = true;
-    return table;
-  }
-  if (in_quotes) throw FormatError(name, "line " + std::to_string(row_line) + ": unterminated quoted cell");
-  if (row_has_data || !cell.empty()) end_row();
-  if (table.header.empty()) throw FormatError(name, "empty CSV file");
-  return table;
-}
-
-CsvTable read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open", errno);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_csv(ss.str(), path);
 }
 
 }  // namespace opdump
