@@ -17,6 +17,10 @@ mode is also measured inside one process, where that noise cancels:
              finished while the next, undumped one runs)
 
     PYTHONPATH=build/python /usr/bin/python3 bench/bench_torch.py [--steps 10] [--rounds 3]
+
+--baseline OTHER/python measures a second build of opdump (an earlier commit, say) in the same
+rounds, each of its modes right after this build's: the last lines give this build's step time
+over the baseline's, mode by mode (before/after figures from one run).
 """
 import argparse
 import json
@@ -78,11 +82,14 @@ print(json.dumps({"times": times, "off_times": off_times, "report": report, "dra
 """
 
 
-def run_mode(mode, steps, workdir):
+def run_mode(mode, steps, workdir, pythonpath=None):
     path = os.path.join(workdir, mode)
     shutil.rmtree(path, ignore_errors=True)
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path], capture_output=True, text=True,
-                         env=dict(os.environ), check=True)
+                         env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
     shutil.rmtree(path, ignore_errors=True)
     return data
@@ -106,7 +113,9 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dir", default=tempfile.gettempdir())
     p.add_argument("--modes", default="plain,off,stats,overflow,tensor", help="comma-separated; plain is always run")
+    p.add_argument("--baseline", help="the python folder of another opdump build, measured in the same rounds")
     args = p.parse_args()
+    baseline = {}  # mode -> [(this build / baseline) per round]
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
     modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
     medians = {m: [] for m in modes}
@@ -126,6 +135,9 @@ def main():
             this_round[mode] = statistics.median(d["times"])
             this_cpu[mode] = statistics.median(d["cpu"])
             medians[mode].append(this_round[mode])
+            if args.baseline and mode != "plain":
+                b = run_mode(mode, args.steps, workdir, args.baseline)
+                baseline.setdefault(mode, []).append(this_round[mode] / statistics.median(b["times"]))
         for mode in light:
             ratios[mode].append(this_round[mode] / this_round["plain"])
             cpu_ratios[mode].append(this_cpu[mode] / this_cpu["plain"])
@@ -160,6 +172,9 @@ def main():
             "alt": "every other iteration dumped / the iterations between"}
     for (mode, how), values in inside.items():
         print(f"  {mode:8s} one process, {what[how]}: {statistics.median(values):5.2f}x"
+              f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
+    for mode, values in baseline.items():
+        print(f"  {mode:8s} this build / baseline {args.baseline}: {statistics.median(values):5.2f}x"
               f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
     if not tensor_info:
         return

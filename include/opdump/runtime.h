@@ -41,7 +41,10 @@ struct RuntimeSnapshot {
   std::shared_ptr<Dumper> dumper;  // null: no dump configured
   uint64_t generation = 0;         // set_dump generation
   std::vector<ModelInfo> models;
+  // Names of tensors by data address ("parameter conv1.weight"): shared between snapshots.
+  std::shared_ptr<const std::unordered_map<uint64_t, std::string>> tensor_names;
   const ModelInfo* find_model(const std::string& name) const;
+  std::string tensor_name(uint64_t address) const;  // "" when unknown
   // Registered after the current set_dump (or never registered: an ad-hoc model name).
   bool model_enabled(const std::string& name) const;
 };
@@ -138,7 +141,8 @@ class Runtime {
   std::shared_ptr<const RuntimeSnapshot> snapshot_;  // under mutex_
   std::atomic<uint64_t> snapshot_version_{0};  // unique across runtimes
   std::atomic<bool> environment_read_{false};
-  std::unordered_map<uint64_t, std::string> tensor_names_;
+  std::shared_ptr<const std::unordered_map<uint64_t, std::string>> tensor_names_ =
+      std::make_shared<std::unordered_map<uint64_t, std::string>>();  // replaced whole, never changed
   std::vector<RuntimeListener*> listeners_;
   std::atomic<uint64_t> iteration_{0};
   std::atomic<bool> dumping_{false};

@@ -109,10 +109,6 @@ class KnownChecks {
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
 };
 
-KnownChecks& known_checks() {
-  static KnownChecks* k = new KnownChecks();  // used by the background thread until the process ends
-  return *k;
-}
 
 void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
@@ -123,9 +119,10 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
 // as the op left them until then, so a firing check dumps them as they were.
 class LazyCheck final : public LazyWork {
  public:
-  LazyCheck(std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
+  LazyCheck(KnownChecks& known, std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked)
-      : dumper_(std::move(dumper)),
+      : known_(known),
+        dumper_(std::move(dumper)),
         record_(std::move(record)),
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
@@ -147,7 +144,7 @@ class LazyCheck final : public LazyWork {
     bool fired = false;
     for (const at::Tensor& t : outputs_) {
       checks.push_back(check_host(t));
-      known_checks().remember(t, checks.back());
+      known_.remember(t, checks.back());
       fired |= checks.back().fired(dumper_->config().check_fp16_range);
     }
     if (fired) report_overflow(*dumper_, record_, inputs_, outputs_, checks, prechecked_);
@@ -155,6 +152,7 @@ class LazyCheck final : public LazyWork {
       for (at::Tensor& t : *list) release.push_back(std::move(t));
   }
 
+  KnownChecks& known_;
   std::shared_ptr<Dumper> dumper_;
   OpRecord record_;
   std::vector<at::Tensor> inputs_, outputs_;
@@ -171,13 +169,14 @@ struct PendingCheck {
 
 class OverflowScene {
  public:
+  explicit OverflowScene(KnownChecks& known) : known_(known) {}
   void check(const std::shared_ptr<Dumper>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
              std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
     const at::Tensor* on_device = nullptr;  // the first output on a device, if any
     for (const at::Tensor& t : outputs)
       if (!on_device && t.defined() && !t.device().is_cpu()) on_device = &t;
     if (!on_device) {
-      auto work = std::make_shared<LazyCheck>(dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked));
+      auto work = std::make_shared<LazyCheck>(known_, dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked));
       std::lock_guard<std::mutex> lock(mutex_);
       while (!host_.empty() && host_.front()->done()) host_.pop_front();  // released here, on a training thread
       host_.push_back(work);
@@ -239,6 +238,7 @@ class OverflowScene {
   }
 
  private:
+  KnownChecks& known_;
   std::mutex mutex_;
   std::deque<PendingCheck> pending_;
   std::deque<std::shared_ptr<LazyCheck>> host_;  // owned here until done
@@ -360,7 +360,8 @@ class WatcherScene {
 // not dumped again. Cleared when the next op starts.
 thread_local bool t_exception_dumped = false;
 
-void dump_failure(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, const SceneOp& op) {
+void dump_failure(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, const SceneOp& op,
+                  const Runtime& runtime) {
   std::vector<DumpTensor> ins, outs;
   for (const at::Tensor& t : tensors_of(op.arguments)) ins.push_back(dump_copy(t));
   for (const at::Tensor& t : tensors_of(fn.outputs())) outs.push_back(dump_copy(t));
@@ -371,19 +372,9 @@ void dump_failure(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& 
                                            record.id.op_name);
   if (scene == Scene::ExceptionDetail) {
     info.cpp_stack = c10::get_backtrace(/*frames_to_skip=*/1);
-    info.python_stack = Runtime::instance().python_stack();
+    info.python_stack = runtime.python_stack();
   }
   dumper.dump_exception(record, ins, outs, info);
-}
-
-OverflowScene& overflow_scene() {
-  static OverflowScene* s = new OverflowScene();
-  return *s;
-}
-
-WatcherScene& watcher_scene() {
-  static WatcherScene* s = new WatcherScene();
-  return *s;
 }
 
 bool is_exception_scene(Scene s) {
@@ -392,10 +383,16 @@ bool is_exception_scene(Scene s) {
 
 }  // namespace
 
-DebugScenes& DebugScenes::instance() {
-  static DebugScenes* s = new DebugScenes();
-  return *s;
-}
+struct DebugScenes::State {
+  explicit State(const Runtime& r) : runtime(r), overflow(known) {}
+  const Runtime& runtime;
+  KnownChecks known;  // the checks of host tensors as they are now
+  OverflowScene overflow;
+  WatcherScene watcher;
+};
+
+DebugScenes::DebugScenes(const Runtime& runtime) : state_(std::make_unique<State>(runtime)) {}
+DebugScenes::~DebugScenes() = default;
 
 void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
                         SceneOp& op) {
@@ -409,7 +406,7 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
   if (scene != Scene::Overflow) return;
   at::RecordFunctionGuard no_record(false);
   at::NoGradGuard no_grad;
-  overflow_scene().resolve(&dumper, /*wait=*/!written.empty() && overflow_scene().holds(written));
+  state_->overflow.resolve(&dumper, /*wait=*/!written.empty() && state_->overflow.holds(written));
   if (dumper.overflow_ignored(std::strstr(fn.name(), "::") + 2)) return;
   op.inputs = tensors_of(fn.inputs());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -420,7 +417,7 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
     if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes)
       t = t.clone();
     else
-      op.prechecked.emplace_back(i, known_checks().of(t));
+      op.prechecked.emplace_back(i, state_->known.of(t));
   }
 }
 
@@ -433,34 +430,34 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<Dumper
   if (is_exception_scene(scene)) {
     if (std::uncaught_exceptions() > op.uncaught && !t_exception_dumped) {
       t_exception_dumped = true;
-      dump_failure(fn, dumper, record, op);
+      dump_failure(fn, dumper, record, op, state_->runtime);
     }
     return;
   }
   if (scene == Scene::Overflow) {
     if (std::uncaught_exceptions() > op.uncaught || dumper.overflow_ignored(record.id.op_type)) return;
-    overflow_scene().check(shared, record, std::move(op.inputs), tensors_of(fn.outputs()), std::move(op.prechecked));
+    state_->overflow.check(shared, record, std::move(op.inputs), tensors_of(fn.outputs()), std::move(op.prechecked));
     return;
   }
   if (scene == Scene::Watcher) {
     if (dumper.watched_op(record.id.op_name, record.id.op_type))
-      watcher_scene().watch(record, tensors_of(fn.outputs()));
+      state_->watcher.watch(record, tensors_of(fn.outputs()));
     else if (dumper.watch_layer_op(record.id.op_name, record.id.op_type))
-      watcher_scene().check_after(dumper, record);
+      state_->watcher.check_after(dumper, record);
   }
 }
 
 void DebugScenes::iteration_end(Dumper* dumper) {
   at::RecordFunctionGuard no_record(false);
-  overflow_scene().resolve(dumper, /*wait=*/true);
-  overflow_scene().release_done(/*all=*/false);
-  known_checks().drop_dead();
+  state_->overflow.resolve(dumper, /*wait=*/true);
+  state_->overflow.release_done(/*all=*/false);
+  state_->known.drop_dead();
 }
 
 void DebugScenes::dump_ending() {
   PendingWork::instance().force_all();  // host checks not done yet report now, before the dump closes
-  overflow_scene().release_done(/*all=*/true);
-  watcher_scene().clear();
+  state_->overflow.release_done(/*all=*/true);
+  state_->watcher.clear();
 }
 
 }  // namespace opdump::pt::detail

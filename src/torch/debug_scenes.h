@@ -10,6 +10,7 @@
 
 #include "opdump/debug_scenes.h"
 #include "opdump/dumper.h"
+#include "opdump/runtime.h"
 
 namespace opdump::pt::detail {
 
@@ -25,10 +26,15 @@ struct SceneOp {
   std::vector<c10::IValue> arguments;
 };
 
-// Overflow, exception and watcher handling for ops of the configured level.
+// Overflow, exception and watcher handling for ops of the configured level. The observer owns
+// one; what it keeps between ops (device checks on their way back, host checks not yet done,
+// watched outputs, the checks of tensors as they are now) lives in it.
 class DebugScenes {
  public:
-  static DebugScenes& instance();
+  explicit DebugScenes(const Runtime& runtime);  // (the Python stack of exception dumps comes from it)
+  ~DebugScenes();
+  DebugScenes(const DebugScenes&) = delete;
+  DebugScenes& operator=(const DebugScenes&) = delete;
   // `written`: tensors the op may modify in place (schema alias annotations).
   void start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
              SceneOp& op);
@@ -37,6 +43,10 @@ class DebugScenes {
   void iteration_end(Dumper* dumper);
   // The dump is about to close: every host check is done and let go (they hold the Dumper).
   void dump_ending();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace opdump::pt::detail

@@ -121,12 +121,12 @@ struct ForwardOp {
 
 class Observer final : public RuntimeListener {
  public:
-  explicit Observer(Runtime& runtime) : runtime_(runtime) {}
+  explicit Observer(Runtime& runtime) : runtime_(runtime), scenes_(runtime), ids_(runtime) {}
 
   void on_activity(bool dumping) override {
     if (!dumping) {
       begin_draining();
-      DebugScenes::instance().iteration_end(runtime_.dumper().get());
+      scenes_.iteration_end(runtime_.dumper().get());
     }
     if (dumping)
       if (auto d = runtime_.dumper()) {
@@ -150,8 +150,8 @@ class Observer final : public RuntimeListener {
 
   void on_dump_ending(Dumper& dumper) override {
     finish_lazy_stats();
-    DebugScenes::instance().iteration_end(&dumper);
-    DebugScenes::instance().dump_ending();
+    scenes_.iteration_end(&dumper);
+    scenes_.dump_ending();
   }
 
   void on_iteration(uint64_t iteration) override {
@@ -164,7 +164,7 @@ class Observer final : public RuntimeListener {
       if (draining_.load()) finish_lazy_stats();
       else begin_draining();
     }
-    DebugScenes::instance().iteration_end(dumper.get());
+    scenes_.iteration_end(dumper.get());
     ids_.prune();
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
@@ -344,7 +344,7 @@ class Observer final : public RuntimeListener {
     if (config.scene != Scene::Normal) {
       ctx->in_scene = true;
       Busy busy(ts);
-      DebugScenes::instance().start(fn, *dumper, ctx->written, ctx->scene);
+      scenes_.start(fn, *dumper, ctx->written, ctx->scene);
       if (config.scene != Scene::Watcher) return ctx;  // nothing is dumped unless a check fires
     }
     if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
@@ -407,7 +407,7 @@ class Observer final : public RuntimeListener {
       for (const at::Tensor& t : tensors_of(fn.outputs()))
         ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
       Busy busy(ts);
-      DebugScenes::instance().end(fn, dumper, ctx->record, ctx->scene);
+      scenes_.end(fn, dumper, ctx->record, ctx->scene);
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
@@ -561,6 +561,7 @@ class Observer final : public RuntimeListener {
   }
 
   Runtime& runtime_;
+  DebugScenes scenes_;
   std::mutex mutex_;
   bool installed_ = false, enabled_ = false;
   std::atomic<bool> draining_{false};

@@ -26,8 +26,8 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   return &it->second;
 }
 
-void TensorIds::name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) {
-  std::string name = Runtime::instance().tensor_name(reinterpret_cast<uint64_t>(t.storage().data()));
+void TensorIds::name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const {
+  std::string name = runtime_.snapshot()->tensor_name(reinterpret_cast<uint64_t>(t.storage().data()));
   if (!name.empty()) named.emplace_back(id, std::move(name));
 }
 

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "capture.h"
+#include "opdump/runtime.h"
 
 namespace opdump::pt::detail {
 
 class TensorIds {
  public:
+  explicit TensorIds(const Runtime& runtime) : runtime_(runtime) {}
   static constexpr uint64_t kNone = 0;  // an undefined tensor, or one without storage
 
   // The id of each tensor of an op's arguments or results, in dump slot order. `written`: the op
@@ -54,7 +56,8 @@ class TensorIds {
     bool uninitialized = false;
   };
   Entry* entry_locked(const at::Tensor& t, bool* fresh = nullptr);  // nullptr for tensors without storage
-  static void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named);
+  void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const;
+  const Runtime& runtime_;  // the names of tensors (its snapshot: no lock)
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, Entry> entries_;
   uint64_t next_ = 1;

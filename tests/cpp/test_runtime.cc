@@ -75,6 +75,11 @@ TEST(Runtime, SnapshotFollowsSetDumpModelsAndFinalize) {
   EXPECT_EQ(s->find_model("late"), nullptr) << "a snapshot never changes";
   EXPECT_TRUE(rt.snapshot()->model_enabled("late"));
   EXPECT_EQ(rt.snapshot()->find_model("late")->id, 1u);
+  rt.name_tensors({{0x1000, "parameter net.fc.weight"}});
+  EXPECT_EQ(s->tensor_name(0x1000), "") << "names come with a new snapshot";
+  rt.name_tensors({{0x2000, "buffer net.bn.running_mean"}});
+  EXPECT_EQ(rt.snapshot()->tensor_name(0x1000), "parameter net.fc.weight");
+  EXPECT_EQ(rt.tensor_name(0x2000), "buffer net.bn.running_mean");
   rt.finalize_dump();
   EXPECT_EQ(rt.snapshot()->dumper, nullptr);
   EXPECT_NE(s->dumper, nullptr) << "a thread's old snapshot keeps its Dumper alive";

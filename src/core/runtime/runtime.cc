@@ -153,6 +153,7 @@ void Runtime::publish_locked() {
   next->dumper = dumper_;
   next->generation = generation_;
   next->models = models_;
+  next->tensor_names = tensor_names_;
   snapshot_ = std::move(next);
   // Versions are unique across runtimes (tests make several): a thread's cache is one entry.
   static std::atomic<uint64_t> versions{1};
@@ -188,13 +189,18 @@ std::optional<ModelInfo> Runtime::find_model(const std::string& name) const {
 
 void Runtime::name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [address, name] : tensors) tensor_names_[address] = std::move(name);
+  auto names = std::make_shared<std::unordered_map<uint64_t, std::string>>(*tensor_names_);
+  for (auto& [address, name] : tensors) (*names)[address] = std::move(name);
+  tensor_names_ = std::move(names);
+  publish_locked();
 }
 
-std::string Runtime::tensor_name(uint64_t address) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = tensor_names_.find(address);
-  return it == tensor_names_.end() ? std::string() : it->second;
+std::string Runtime::tensor_name(uint64_t address) const { return snapshot()->tensor_name(address); }
+
+std::string RuntimeSnapshot::tensor_name(uint64_t address) const {
+  if (!tensor_names) return "";
+  auto it = tensor_names->find(address);
+  return it == tensor_names->end() ? std::string() : it->second;
 }
 
 void Runtime::set_rank(uint32_t rank, uint32_t device_id) {
