@@ -285,7 +285,10 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   // One budget for the row workers and the splits of large tensors inside them: each worker
   // holds one thread; a worker out of rows gives its thread to the large tensors still running.
-  ThreadBudget budget(threads);
+  // Twice the workers: a worker spends part of its time reading files, and a large tensor's
+  // splits keep its core busy meanwhile (32 MB tensors on 2 cores: one per core was 8% slower than
+  // the unbounded nesting this replaced; two per core is as fast).
+  ThreadBudget budget(2 * threads);
   auto worker = [&] {
     budget.take(1);
     struct Done {
