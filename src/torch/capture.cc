@@ -6,7 +6,6 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <chrono>
-#include <limits>
 #include <thread>
 
 namespace opdump::pt::detail {
@@ -80,63 +79,6 @@ DumpTensor dump_copy(const at::Tensor& t) {
     return DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr};
   auto copy = host_copy(t.detach());
   return DumpTensor{TensorView{copy->data(), dtype, Shape(t.sizes().begin(), t.sizes().end())}, copy, nullptr};
-}
-
-// Statistics computed with ATen ops on the tensor's own device and stream; only a vector of 11
-// doubles comes back, copied asynchronously.
-std::function<TensorStats()> device_stats(const at::Tensor& t) {
-  at::Tensor x = t.is_complex() ? t.abs() : t;
-  if (x.scalar_type() == at::kBool) x = x.to(at::kByte);
-  const bool floating = x.is_floating_point();
-  std::vector<at::Tensor> parts;
-  auto count = [](const at::Tensor& mask) { return mask.sum(at::kDouble); };
-  at::Tensor finite = floating ? x.isfinite() : at::ones_like(x, x.options().dtype(at::kBool));
-  parts.push_back(floating ? count(x.isnan()) : at::zeros({}, x.options().dtype(at::kDouble)));
-  parts.push_back(floating ? count(x.isinf().logical_and(x > 0)) : at::zeros({}, x.options().dtype(at::kDouble)));
-  parts.push_back(floating ? count(x.isinf().logical_and(x < 0)) : at::zeros({}, x.options().dtype(at::kDouble)));
-  parts.push_back(count(x < 0));
-  parts.push_back(count(x > 0));
-  parts.push_back(count(x == 0));
-  at::Tensor xd = x.to(at::kDouble);
-  at::Tensor fin_values = floating ? xd.masked_fill(finite.logical_not(), 0) : xd;
-  parts.push_back(fin_values.sum());
-  parts.push_back((fin_values * fin_values).sum());
-  const double inf = std::numeric_limits<double>::infinity();
-  if (x.numel() > 0) {
-    parts.push_back(floating ? xd.masked_fill(finite.logical_not(), inf).min() : xd.min());
-    parts.push_back(floating ? xd.masked_fill(finite.logical_not(), -inf).max() : xd.max());
-  } else {
-    parts.push_back(at::full({}, inf, xd.options()));
-    parts.push_back(at::full({}, -inf, xd.options()));
-  }
-  parts.push_back(count(finite));
-  at::Tensor packed = at::stack(parts);
-  auto buffer = host_copy(packed);
-  const uint64_t n = static_cast<uint64_t>(t.numel());
-  const bool complex = t.is_complex();
-  return [buffer, n, complex] {
-    buffer->wait_ready();
-    const double* v = static_cast<const double*>(buffer->data());
-    TensorStats s;
-    s.count = n;
-    s.nan = static_cast<uint64_t>(v[0]);
-    s.pos_inf = static_cast<uint64_t>(v[1]);
-    s.neg_inf = static_cast<uint64_t>(v[2]);
-    s.negative = static_cast<uint64_t>(v[3]);
-    s.positive = static_cast<uint64_t>(v[4]);
-    s.zero = static_cast<uint64_t>(v[5]);
-    s.sum = v[6];
-    s.sum_sq = v[7];
-    s.min = v[8];
-    s.max = v[9];
-    s.finite = static_cast<uint64_t>(v[10]);
-    s.int_min = static_cast<int64_t>(v[8] > -9.2e18 ? v[8] : 0);
-    s.int_max = static_cast<int64_t>(v[9] < 9.2e18 ? v[9] : 0);
-    s.uint_min = static_cast<uint64_t>(v[8] > 0 ? v[8] : 0);
-    s.uint_max = static_cast<uint64_t>(v[9] > 0 && v[9] < 1.8e19 ? v[9] : 0);
-    (void)complex;
-    return s;
-  };
 }
 
 }  // namespace opdump::pt::detail

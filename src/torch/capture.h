@@ -2,12 +2,10 @@
 #pragma once
 #include <ATen/ATen.h>
 
-#include <functional>
 #include <memory>
 #include <vector>
 
 #include "opdump/dumper.h"
-#include "opdump/stats.h"
 
 namespace opdump::pt::detail {
 
@@ -36,8 +34,4 @@ std::vector<at::Tensor> tensors_of(const Values& values) {
 DumpTensor dump_copy(const at::Tensor& t);
 // The stream an op ran on (0 on the CPU).
 uint64_t stream_of(const at::Tensor& t);
-// Statistics computed with ATen ops on the tensor's own device and stream; the returned function
-// waits for the 11 numbers that come back asynchronously.
-std::function<TensorStats()> device_stats(const at::Tensor& t);
-
 }  // namespace opdump::pt::detail

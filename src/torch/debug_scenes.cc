@@ -18,6 +18,7 @@
 
 #include "capture.h"
 #include "debug_scenes.h"
+#include "device_reduce.h"
 #include "kernel_args.h"
 #include "host_stats.h"
 #include "opdump/runtime.h"
@@ -35,19 +36,6 @@ OverflowCheck check_host(const at::Tensor& t) {
     return {};
   at::Tensor c = contiguous_host_view(t);
   return check_overflow(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())});
-}
-
-bool can_overflow(const at::Tensor& t) {
-  return t.defined() && t.layout() == at::kStrided && (t.is_floating_point() || t.is_complex());
-}
-
-// On a device: [NaN/Inf count, beyond-float16 count] as doubles, computed on the tensor's
-// stream; only these two numbers come back (asynchronously).
-at::Tensor device_flags(const at::Tensor& t) {
-  at::Tensor x = t.is_complex() ? at::view_as_real(t) : t;
-  at::Tensor finite = x.isfinite();
-  const double limit = x.scalar_type() == at::kHalf ? 65503.5 : 65504.0;
-  return at::stack({finite.logical_not().sum(at::kDouble), x.abs().gt(limit).logical_and(finite).sum(at::kDouble)});
 }
 
 OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowCheck check) {
@@ -101,7 +89,7 @@ class KnownChecks {
  private:
   struct Entry {
     c10::weak_intrusive_ptr<c10::TensorImpl> impl;
-    uint32_t version;
+    int64_t version;
     const void* data;
     OverflowCheck check;
   };
@@ -164,7 +152,7 @@ struct PendingCheck {
   OpRecord record;
   std::vector<at::Tensor> inputs, outputs;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked;
-  std::shared_ptr<Buffer> flags;  // 2 doubles per output
+  std::shared_ptr<DeviceReduction> flags;  // one overflow check per output
 };
 
 class OverflowScene {
@@ -183,12 +171,8 @@ class OverflowScene {
       PendingWork::instance().add(work->storages(), work);
       return;
     }
-    const at::Device device = on_device->device();
-    std::vector<at::Tensor> parts;
-    for (const at::Tensor& t : outputs)
-      parts.push_back(can_overflow(t) ? device_flags(t).to(device)
-                                      : at::zeros({2}, at::TensorOptions().dtype(at::kDouble).device(device)));
-    PendingCheck p{record, std::move(inputs), std::move(outputs), std::move(prechecked), host_copy(at::stack(parts))};
+    auto flags = std::make_shared<DeviceReduction>(Reduction::Overflow, outputs);
+    PendingCheck p{record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)};
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.push_back(std::move(p));
   }
@@ -206,12 +190,10 @@ class OverflowScene {
         pending_.pop_front();
       }
       if (!dumper) continue;
-      p.flags->wait_ready();
-      const double* v = static_cast<const double*>(p.flags->data());
       std::vector<OverflowCheck> checks;
       bool fired = false;
       for (size_t i = 0; i < p.outputs.size(); ++i) {
-        checks.push_back(OverflowCheck{static_cast<uint64_t>(v[2 * i]), static_cast<uint64_t>(v[2 * i + 1])});
+        checks.push_back(p.flags->overflow(i));
         fired |= checks.back().fired(dumper->config().check_fp16_range);
       }
       if (fired) report_overflow(*dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);

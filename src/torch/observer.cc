@@ -28,6 +28,7 @@
 
 #include "capture.h"
 #include "debug_scenes.h"
+#include "device_reduce.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
 #include "kernel_args.h"

@@ -1,0 +1,47 @@
+// Reductions of a tensor computed with ATen ops on its own device and stream, the one path by
+// which statistics (stat_calc_mode "device", device tensors) and overflow checks of device
+// tensors are made: only a few doubles come back, copied asynchronously into pinned memory, and
+// nothing synchronises the training.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "opdump/debug_scenes.h"
+#include "opdump/stats.h"
+#include "opdump/tensor.h"
+
+namespace opdump::pt::detail {
+
+// What is reduced, per tensor.
+enum class Reduction {
+  Statistics,  // 11 doubles: nan, +inf, -inf, <0, >0, ==0, finite sum, finite sum of squares, min, max, finite
+  Overflow,    // 2 doubles: NaN/Inf count, finite values beyond float16's range
+};
+size_t reduction_size(Reduction r);
+// Floating or complex, strided: what NaN/Inf can be in.
+bool can_overflow(const at::Tensor& t);
+
+// The reductions of several tensors (one block of doubles each, in order) on their way back.
+class DeviceReduction {
+ public:
+  // All tensors on one device (the CPU included: stat_calc_mode "device" on host tensors).
+  DeviceReduction(Reduction what, const std::vector<at::Tensor>& tensors);
+  bool ready() const { return values_->ready(); }
+  // Waits for the numbers (an event on the producing stream), then reads block `i`.
+  TensorStats statistics(size_t i) const;
+  OverflowCheck overflow(size_t i) const;
+
+ private:
+  const double* block(size_t i) const;
+  Reduction what_;
+  std::vector<uint64_t> counts_;  // elements per tensor
+  std::shared_ptr<Buffer> values_;
+};
+
+// The statistics of one tensor; the function waits for them (called on a writer thread).
+std::function<TensorStats()> device_stats(const at::Tensor& t);
+
+}  // namespace opdump::pt::detail
