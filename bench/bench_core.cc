@@ -14,7 +14,7 @@
 
 #include "opdump/npy.h"
 #include "opdump/stats.h"
-#include "opdump/writer.h"
+#include "opdump/async_writer.h"
 
 using namespace opdump;
 using Clock = std::chrono::steady_clock;

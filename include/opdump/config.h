@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "opdump/debug_scenes.h"
-#include "opdump/selection.h"
+#include "opdump/iteration_set.h"
 #include "opdump/stats.h"
 
 namespace opdump {

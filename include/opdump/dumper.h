@@ -17,9 +17,10 @@
 
 #include "opdump/config.h"
 #include "opdump/debug_scenes.h"
+#include "opdump/kernel_filter.h"
 #include "opdump/layout.h"
 #include "opdump/statistic_csv.h"
-#include "opdump/writer.h"
+#include "opdump/async_writer.h"
 
 namespace opdump {
 

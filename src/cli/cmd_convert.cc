@@ -16,7 +16,7 @@
 #include "opdump/error.h"
 #include "opdump/layout.h"
 #include "opdump/npy.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump::cli {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "commands.h"
 #include "opdump/overflow_scan.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump::cli {
 

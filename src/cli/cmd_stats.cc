@@ -11,7 +11,7 @@
 #include "opdump/error.h"
 #include "opdump/npy.h"
 #include "opdump/statistic_csv.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump::cli {
 namespace {

@@ -50,4 +50,11 @@ inline std::vector<std::string> list_files(const std::string& root) {
   return out;
 }
 
+// No file opdump writes under a temporary name is left in `dir`.
+inline bool no_temporary_files(const std::string& dir) {
+  for (const auto& f : list_files(dir))
+    if (f.find(".opdump-tmp.") != std::string::npos) return false;
+  return true;
+}
+
 }  // namespace opdump::test

@@ -5,7 +5,7 @@
 
 #include "opdump/compare.h"
 #include "opdump/statistic_csv.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "opdump/compare.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "opdump/compare.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump {
 

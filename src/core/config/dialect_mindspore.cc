@@ -6,6 +6,7 @@
 #include "config_internal.h"
 #include "opdump/error.h"
 #include "opdump/log.h"
+#include "opdump/kernel_filter.h"
 
 namespace opdump::config_detail {
 namespace {

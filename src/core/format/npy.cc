@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "opdump/error.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -9,7 +9,7 @@
 #include "opdump/error.h"
 #include "opdump/layout.h"
 #include "opdump/statistic_csv.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump {
 

@@ -3,7 +3,7 @@
 
 #include "opdump/error.h"
 #include "opdump/log.h"
-#include "opdump/writer.h"
+#include "opdump/async_writer.h"
 
 namespace opdump {
 

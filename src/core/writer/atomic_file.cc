@@ -8,7 +8,7 @@
 #include <string>
 
 #include "opdump/error.h"
-#include "opdump/writer.h"
+#include "opdump/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -12,43 +12,10 @@
 #include "opdump/error.h"
 #include "opdump/npy.h"
 #include "opdump/statistic_csv.h"
-#include "opdump/writer.h"
+#include "opdump/async_writer.h"
 #include "test_util.h"
 
 using namespace opdump;
-
-namespace {
-
-bool no_temporary_files(const std::string& dir) {
-  for (const auto& f : test::list_files(dir))
-    if (f.find(".opdump-tmp.") != std::string::npos) return false;
-  return true;
-}
-
-}  // namespace
-
-TEST(AtomicFile, WritesWholeFileWithMode0640) {
-  test::TempDir dir;
-  ::umask(022);
-  std::string header = "head", payload(1 << 20, 'p');
-  write_file_atomic(dir / "f", header.data(), header.size(), payload.data(), payload.size());
-  EXPECT_EQ(test::read_file(dir / "f"), header + payload);
-  struct stat st;
-  ASSERT_EQ(::stat((dir / "f").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0640u);
-  EXPECT_TRUE(no_temporary_files(dir.path()));
-}
-
-TEST(AtomicFile, FailureLeavesNothingBehind) {
-  test::TempDir dir;
-  EXPECT_THROW(write_file_atomic(dir / "missing/f", "x", 1, nullptr, 0), IoError);
-  {
-    AtomicFileWriter w(dir / "g");
-    w.write("partial");
-    // destroyed without commit
-  }
-  EXPECT_TRUE(test::list_files(dir.path()).empty());
-}
 
 TEST(AsyncWriter, MemoryInFlightIsCapped) {
   test::TempDir dir;
@@ -130,7 +97,7 @@ TEST(AsyncWriter, WriteFailureStopsTensorWritesAndCountsLoss) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
   auto files = test::list_files(dir.path());
   EXPECT_EQ(files.size(), 10u);  // no "big", no "after", no temporaries
-  EXPECT_TRUE(no_temporary_files(dir.path()));
+  EXPECT_TRUE(test::no_temporary_files(dir.path()));
   for (const auto& f : files) EXPECT_EQ(test::read_file(dir / f).size(), 20000u);
 }
 

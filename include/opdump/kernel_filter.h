@@ -1,32 +1,11 @@
-// What to dump: iteration specs ("all", "0|5-8|100-120") and MindSpore-style kernel filters.
+// Which ops to dump by name: MindSpore's `kernels` list (and acl.json layer entries).
 #pragma once
-#include <atomic>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace opdump {
-
-// A set of iterations. Parsing is strict: "5-", "a", "3-1", empty pieces and numbers beyond
-// 2^64-1 are errors naming `field`.
-class IterationSet {
- public:
-  static IterationSet all();
-  static IterationSet parse(std::string_view spec, const std::string& field);
-
-  bool contains(uint64_t iteration) const;
-  bool is_all() const { return all_; }
-  bool empty() const { return !all_ && ranges_.empty(); }
-  // The first selected iteration > `iteration`, or UINT64_MAX when none.
-  uint64_t next_after(uint64_t iteration) const;
-  std::string to_string() const;  // normalized: "all" or "0|5-8|100-120"
-
- private:
-  bool all_ = false;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // sorted, merged, inclusive
-};
 
 // The type part of a MindSpore full op name: between the last '/' and the last '-'
 // ("Default/net/conv3-Conv2d/Conv2D-op12" -> "Conv2D").

@@ -1,0 +1,43 @@
+// Files that appear whole: written under a temporary name and renamed (or linked) into place, and
+// appends of whole records. A killed process never leaves a torn file under a final name.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace opdump {
+
+// Writes `header` then `payload` to `path` through a temporary file in the same folder
+// (O_EXCL, mode 0640), then renames it. Throws IoError; leaves no temporary behind.
+void write_file_atomic(const std::string& path, const void* header, size_t header_size,
+                       const void* payload, size_t payload_size);
+
+// Creates `path` holding `header` then `payload`, all at once (a complete temporary file is
+// linked into place): false, with nothing written, when `path` already exists. Throws IoError.
+bool create_file_whole(const std::string& path, const std::string& header, const std::string& payload);
+
+// Appends `text` to an open O_APPEND file in one write(); a short write is rolled back, so the
+// file never ends in a torn record. Throws IoError.
+void append_whole(int fd, const std::string& path, const std::string& text);
+// Opens (creating, mode 0640), appends whole and closes.
+void append_to_file(const std::string& path, const std::string& text);
+
+// A file written in pieces that appears under its final name only when commit() succeeds;
+// destroying it without commit removes the temporary file.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path);  // throws IoError
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(const void* data, size_t size);  // buffered; throws IoError
+  void write(const std::string& text) { write(text.data(), text.size()); }
+  void commit();                              // flushes and renames; throws IoError
+
+ private:
+  void flush();
+  std::string path_, temp_;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace opdump
