@@ -107,9 +107,10 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
 // as the op left them until then, so a firing check dumps them as they were.
 class LazyCheck final : public LazyWork {
  public:
-  LazyCheck(KnownChecks& known, std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
+  LazyCheck(PendingWork& barrier, KnownChecks& known, std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked)
-      : known_(known),
+      : LazyWork(barrier),
+        known_(known),
         dumper_(std::move(dumper)),
         record_(std::move(record)),
         inputs_(std::move(inputs)),
@@ -157,18 +158,18 @@ struct PendingCheck {
 
 class OverflowScene {
  public:
-  explicit OverflowScene(KnownChecks& known) : known_(known) {}
+  OverflowScene(PendingWork& barrier, KnownChecks& known) : barrier_(barrier), known_(known) {}
   void check(const std::shared_ptr<Dumper>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
              std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
     const at::Tensor* on_device = nullptr;  // the first output on a device, if any
     for (const at::Tensor& t : outputs)
       if (!on_device && t.defined() && !t.device().is_cpu()) on_device = &t;
     if (!on_device) {
-      auto work = std::make_shared<LazyCheck>(known_, dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked));
+      auto work = std::make_shared<LazyCheck>(barrier_, known_, dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked));
       std::lock_guard<std::mutex> lock(mutex_);
       while (!host_.empty() && host_.front()->done()) host_.pop_front();  // released here, on a training thread
       host_.push_back(work);
-      PendingWork::instance().add(work->storages(), work);
+      barrier_.add(work->storages(), work);
       return;
     }
     auto flags = std::make_shared<DeviceReduction>(Reduction::Overflow, outputs);
@@ -220,6 +221,7 @@ class OverflowScene {
   }
 
  private:
+  PendingWork& barrier_;
   KnownChecks& known_;
   std::mutex mutex_;
   std::deque<PendingCheck> pending_;
@@ -366,14 +368,16 @@ bool is_exception_scene(Scene s) {
 }  // namespace
 
 struct DebugScenes::State {
-  explicit State(const Runtime& r) : runtime(r), overflow(known) {}
+  State(const Runtime& r, PendingWork& b) : runtime(r), barrier(b), overflow(b, known) {}
   const Runtime& runtime;
+  PendingWork& barrier;  // host checks wait behind it like statistics
   KnownChecks known;  // the checks of host tensors as they are now
   OverflowScene overflow;
   WatcherScene watcher;
 };
 
-DebugScenes::DebugScenes(const Runtime& runtime) : state_(std::make_unique<State>(runtime)) {}
+DebugScenes::DebugScenes(const Runtime& runtime, PendingWork& barrier)
+    : state_(std::make_unique<State>(runtime, barrier)) {}
 DebugScenes::~DebugScenes() = default;
 
 void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
@@ -437,7 +441,7 @@ void DebugScenes::iteration_end(Dumper* dumper) {
 }
 
 void DebugScenes::dump_ending() {
-  PendingWork::instance().force_all();  // host checks not done yet report now, before the dump closes
+  state_->barrier.force_all();  // host checks not done yet report now, before the dump closes
   state_->overflow.release_done(/*all=*/true);
   state_->watcher.clear();
 }

@@ -14,6 +14,8 @@
 
 namespace opdump::pt::detail {
 
+class PendingWork;
+
 // Per-op state of the debug scenes.
 // RecordFunction::inputs() is valid only in the start callback: what the end needs is kept here.
 struct SceneOp {
@@ -31,7 +33,8 @@ struct SceneOp {
 // watched outputs, the checks of tensors as they are now) lives in it.
 class DebugScenes {
  public:
-  explicit DebugScenes(const Runtime& runtime);  // (the Python stack of exception dumps comes from it)
+  // `runtime`: the Python stack of exception dumps; `barrier`: where host overflow checks wait.
+  DebugScenes(const Runtime& runtime, PendingWork& barrier);
   ~DebugScenes();
   DebugScenes(const DebugScenes&) = delete;
   DebugScenes& operator=(const DebugScenes&) = delete;

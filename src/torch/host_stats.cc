@@ -11,7 +11,7 @@
 namespace opdump::pt::detail {
 
 LazyWork::~LazyWork() {
-  if (pending_ && !done()) PendingWork::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
+  if (pending_ && !done()) barrier_.undone_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void LazyWork::run() {
@@ -22,20 +22,21 @@ void LazyWork::run() {
     if (!done_.load(std::memory_order_relaxed)) {
       compute(release);
       done_.store(true, std::memory_order_release);
-      if (pending_) PendingWork::instance().undone_.fetch_sub(1, std::memory_order_acq_rel);
+      if (pending_) barrier_.undone_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
-  for (at::Tensor& t : release) ReleaseQueue::instance().push(std::move(t));
+  for (at::Tensor& t : release) barrier_.releases().push(std::move(t));
 }
 
-LazyStats::LazyStats(at::Tensor tensor, DType dtype, StatsOptions options)
-    : tensor_(std::move(tensor)),
+LazyStats::LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, StatsOptions options)
+    : LazyWork(barrier),
+      tensor_(std::move(tensor)),
       dtype_(dtype),
       options_(options),
       bytes_(static_cast<uint64_t>(tensor_.numel()) * tensor_.element_size()) {}
 
-LazyStats::LazyStats(const TensorStats& done, uint64_t bytes)
-    : LazyWork(/*done=*/true), dtype_(DType::Float32), stats_(done), bytes_(bytes) {}
+LazyStats::LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes)
+    : LazyWork(barrier, /*done=*/true), dtype_(DType::Float32), stats_(done), bytes_(bytes) {}
 
 void LazyStats::compute(std::vector<at::Tensor>& release) {
   stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
@@ -44,17 +45,30 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
   release.push_back(std::move(tensor_));
 }
 
-PendingWork& PendingWork::instance() {
-  static PendingWork* p = [] {
-    auto* q = new PendingWork();  // never destroyed: used from exit-time callbacks
-    ::pthread_atfork(nullptr, nullptr, [] { instance().forked_child_.store(true); });
-    return q;
-  }();
-  return *p;
+namespace {
+std::atomic<bool> g_forked_child{false};
 }
 
+PendingWork::PendingWork() {
+  static std::once_flag registered;
+  std::call_once(registered, [] { ::pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true); }); });
+}
+
+PendingWork::~PendingWork() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (!worker_) return;
+  if (in_forked_child()) (void)worker_.release();  // the thread stayed in the parent: nothing to join
+  else worker_->join();
+}
+
+bool PendingWork::in_forked_child() { return g_forked_child.load(std::memory_order_relaxed); }
+
 void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work) {
-  if (forked_child_.load()) {
+  if (in_forked_child()) {
     work->run();
     return;
   }
@@ -70,10 +84,7 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
-    if (!worker_started_) {
-      worker_started_ = true;
-      std::thread([this] { worker_loop(); }).detach();  // lives as long as the process
-    }
+    if (!worker_) worker_ = std::make_unique<std::thread>([this] { worker_loop(); });
     queue_.push_back(work);
     wake = worker_waiting_;  // a busy worker finds it without a wake-up call
   }
@@ -85,8 +96,9 @@ void PendingWork::worker_loop() {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (true) {
     worker_waiting_ = true;
-    queue_cv_.wait(lock, [this] { return !queue_.empty(); });
+    queue_cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
     worker_waiting_ = false;
+    if (stopping_) return;
     batch.swap(queue_);
     lock.unlock();
     for (auto& w : batch) {
@@ -130,7 +142,7 @@ void PendingWork::force(const c10::StorageImpl* storage) {
 }
 
 void PendingWork::force_all() {
-  if (forked_child_.load()) return;
+  if (in_forked_child()) return;
   std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> all;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -140,11 +152,6 @@ void PendingWork::force_all() {
   for (auto& [storage, list] : all)
     for (auto& w : list)
       if (auto s = w.lock()) s->run();
-}
-
-ReleaseQueue& ReleaseQueue::instance() {
-  static ReleaseQueue* q = new ReleaseQueue();
-  return *q;
 }
 
 void ReleaseQueue::push(at::Tensor t) {
@@ -194,7 +201,7 @@ uint64_t fingerprint(const void* data, size_t bytes) {
 }  // namespace
 
 std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options,
-                                                     bool now) {
+                                                     bool now, PendingWork& barrier) {
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   const bool tracked = !t.is_inference();  // inference tensors have no version counter
   const uint32_t version = tracked ? t._version() : 0;
@@ -208,19 +215,19 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
     return it->second.stats;
   }
   const c10::StorageImpl* storage = storage_of(c);
-  auto stats = std::make_shared<LazyStats>(std::move(c), dtype, options);
+  auto stats = std::make_shared<LazyStats>(barrier, std::move(c), dtype, options);
   if (now || !tracked) stats->get();
-  else PendingWork::instance().add({storage}, stats);
+  else barrier.add({storage}, stats);
   if (tracked) remember(t, version, data, fp, stats);
   return stats;
 }
 
-void StatsCache::remember_filled(const at::Tensor& t, DType dtype) {
+void StatsCache::remember_filled(const at::Tensor& t, DType dtype, PendingWork& barrier) {
   if (t.is_inference() || !t.is_contiguous() || t.numel() == 0) return;
   const uint64_t n = static_cast<uint64_t>(t.numel());
   const uint64_t bytes = n * t.element_size();
   TensorStats stats = constant_stats(TensorView{t.data_ptr(), dtype, {1}}, n);
-  remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(stats, bytes));
+  remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(barrier, stats, bytes));
 }
 
 void StatsCache::remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp,

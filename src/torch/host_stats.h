@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -21,8 +22,10 @@
 
 namespace opdump::pt::detail {
 
+class PendingWork;
+
 // Work on tensors done later (host statistics, overflow checks): on whichever thread asks first,
-// once. The tensors it held are handed to the ReleaseQueue when it is done.
+// once. The tensors it held are handed to its barrier's ReleaseQueue when it is done.
 class LazyWork {
  public:
   virtual ~LazyWork();
@@ -30,22 +33,24 @@ class LazyWork {
   bool done() const { return done_.load(std::memory_order_acquire); }
 
  protected:
-  LazyWork() = default;
-  explicit LazyWork(bool done) { done_.store(done, std::memory_order_relaxed); }
+  explicit LazyWork(PendingWork& barrier, bool done = false) : barrier_(barrier) {
+    done_.store(done, std::memory_order_relaxed);
+  }
   // Called once, under the work's lock; moves the tensors it no longer needs into `release`.
   virtual void compute(std::vector<at::Tensor>& release) = 0;
 
  private:
+  PendingWork& barrier_;
   std::mutex mutex_;
   std::atomic<bool> done_{false};
-  bool pending_ = false;  // counted by PendingWork until done
+  bool pending_ = false;  // counted by the barrier until done
   friend class PendingWork;
 };
 
 class LazyStats final : public LazyWork {
  public:
-  LazyStats(at::Tensor tensor, DType dtype, StatsOptions options);
-  LazyStats(const TensorStats& done, uint64_t bytes);  // already known
+  LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, StatsOptions options);
+  LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes);  // already known
   // Computes on first call (on whichever thread asks first); later calls return the result.
   const TensorStats& get() {
     run();
@@ -62,14 +67,33 @@ class LazyStats final : public LazyWork {
   uint64_t bytes_ = 0;
 };
 
+// Tensors whose statistics are done, released on a training thread: dropping the last
+// reference to a tensor that owns its Python object needs the GIL, which a background thread
+// must never wait for (the training thread may hold it while waiting for that thread).
+class ReleaseQueue {
+ public:
+  void push(at::Tensor t);
+  void release();  // on training threads (op callbacks, iteration ends)
+
+ private:
+  std::mutex mutex_;
+  std::vector<at::Tensor> tensors_;
+  std::atomic<bool> pending_{false};
+};
+
 // Lazy work not yet done, by the storages it reads (process-wide: a tensor may be written on
 // another thread than the one that captured it): the write barrier. Each is also handed at once to
 // a background thread: the sooner it is done, the sooner the tensors are released, and tensors
 // held longer than the training would hold them cost it fresh memory (page faults, cold caches:
 // +15% on resnet18 with statistics computed 64 rows late, +4% at once).
+// The adapter's observer owns one (it serves every thread); its background thread stops when it
+// is destroyed.
 class PendingWork {
  public:
-  static PendingWork& instance();
+  PendingWork();
+  ~PendingWork();
+  PendingWork(const PendingWork&) = delete;
+  PendingWork& operator=(const PendingWork&) = delete;
   void add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work);
   // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
@@ -78,7 +102,9 @@ class PendingWork {
   }
   void force_all();
   // No work left to do.
-  bool empty() const { return forked_child_.load() || undone_.load(std::memory_order_acquire) == 0; }
+  bool empty() const { return in_forked_child() || undone_.load(std::memory_order_acquire) == 0; }
+  // Tensors done with, to be released on a training thread.
+  ReleaseQueue& releases() { return releases_; }
 
  private:
   friend class LazyWork;
@@ -93,26 +119,13 @@ class PendingWork {
   std::condition_variable queue_cv_;
   std::vector<std::weak_ptr<LazyWork>> queue_;
   bool worker_waiting_ = false;
-  bool worker_started_ = false;
+  bool stopping_ = false;
+  std::unique_ptr<std::thread> worker_;  // started with the first work
   // In a forked child (DataLoader workers) the background thread is gone and locks may have
   // been held at the fork: the child does not dump, so it leaves all of this alone.
-  std::atomic<bool> forked_child_{false};
+  static bool in_forked_child();
   size_t adds_since_prune_ = 0;
-};
-
-// Tensors whose statistics are done, released on a training thread: dropping the last
-// reference to a tensor that owns its Python object needs the GIL, which a background thread
-// must never wait for (the training thread may hold it while waiting for that thread).
-class ReleaseQueue {
- public:
-  static ReleaseQueue& instance();
-  void push(at::Tensor t);
-  void release();  // on training threads (op callbacks, iteration ends)
-
- private:
-  std::mutex mutex_;
-  std::vector<at::Tensor> tensors_;
-  std::atomic<bool> pending_{false};
+  ReleaseQueue releases_;
 };
 
 // Statistics of tensors already summarized (per thread): keyed by TensorImpl, valid while the
@@ -120,9 +133,11 @@ class ReleaseQueue {
 class StatsCache {
  public:
   // The statistics of `t` (contiguous CPU tensor or not), lazily computed unless `now`.
-  std::shared_ptr<LazyStats> lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options, bool now);
+  // (Pending ones go to `barrier`.)
+  std::shared_ptr<LazyStats> lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options, bool now,
+                                           PendingWork& barrier);
   // `t` was just filled with one value (zero_, fill_): its statistics follow from one element.
-  void remember_filled(const at::Tensor& t, DType dtype);
+  void remember_filled(const at::Tensor& t, DType dtype, PendingWork& barrier);
   void forget(const c10::TensorImpl* impl) { entries_.erase(impl); }
   void drop_dead();  // entries of tensors that died
   bool empty() const { return entries_.empty(); }

@@ -122,7 +122,7 @@ struct ForwardOp {
 
 class Observer final : public RuntimeListener {
  public:
-  explicit Observer(Runtime& runtime) : runtime_(runtime), scenes_(runtime), ids_(runtime) {}
+  explicit Observer(Runtime& runtime) : runtime_(runtime), scenes_(runtime, barrier_), ids_(runtime) {}
 
   void on_activity(bool dumping) override {
     if (!dumping) {
@@ -182,7 +182,7 @@ class Observer final : public RuntimeListener {
     if (ts.busy) return nullptr;
     if (ts.depth == 0) {
       Busy busy(ts);  // releasing runs tensor destructors: not ops, but keep our own calls unobserved
-      ReleaseQueue::instance().release();
+      instance().barrier_.releases().release();
     }
     try {
       return instance().start(fn, ts);
@@ -251,10 +251,10 @@ class Observer final : public RuntimeListener {
     }
 
     auto ctx = std::make_unique<OpCtx>();
-    if (!ts.cache.empty() || !PendingWork::instance().empty() ||
+    if (!ts.cache.empty() || !barrier_.empty() ||
         scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
       ts.written_args.collect(fn, ctx->written, ctx->written_storages);
-      PendingWork::instance().force(ctx->written_storages);  // summarize before this op writes it
+      barrier_.force(ctx->written_storages);  // summarize before this op writes it
       ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     }
     ctx->depth = ts.depth++;
@@ -377,7 +377,7 @@ class Observer final : public RuntimeListener {
     for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
     // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
     // input statistics would be a pass over all gradients on the training thread.
-    if (ctx->fills) remember_filled(fn, ts, ctx->dumper.get());
+    if (ctx->fills) remember_filled(fn, ts, ctx->dumper.get(), barrier_);
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       if (seq_end > ctx->seq_start) {
@@ -419,7 +419,8 @@ class Observer final : public RuntimeListener {
     dumper->dump_op(ctx->record, ctx->inputs, outputs);
   }
 
-  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const Dumper* dumper) {
+  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const Dumper* dumper,
+                              PendingWork& barrier) {
     if (!dumper || !dumper->config().dumps_statistics() || dumper->config().stat_calc_mode == StatCalcMode::Device)
       return;
     const StatsOptions options = dumper->stats_options();
@@ -429,7 +430,7 @@ class Observer final : public RuntimeListener {
     const at::Tensor& t = outputs[0].toTensor();
     DType dtype;
     if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) return;
-    ts.cache.remember_filled(t, dtype);
+    ts.cache.remember_filled(t, dtype, barrier);
   }
 
   // The module scope, extended by TorchScript's module hierarchy when a scripted model runs; and
@@ -500,7 +501,7 @@ class Observer final : public RuntimeListener {
       // Host statistics from the tensor itself (no copy), once per tensor version, on the
       // statistics thread unless this op is about to modify what the tensor reads (host_stats.h).
       const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
-      std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, dumper.stats_options(), now);
+      std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier_);
       d.pending_bytes = stats->bytes();
       d.precomputed = [stats] { return stats->get(); };
     }
@@ -510,8 +511,8 @@ class Observer final : public RuntimeListener {
   // Statistics still pending are computed now (dumping stops, or draining took too long):
   // afterwards tensors may change without the observer seeing it.
   void finish_lazy_stats() {
-    PendingWork::instance().force_all();
-    ReleaseQueue::instance().release();
+    barrier_.force_all();
+    barrier_.releases().release();
     stop_draining();
   }
 
@@ -520,7 +521,7 @@ class Observer final : public RuntimeListener {
   // callback stays on to force the statistics of anything an op is about to write (host_stats.h).
   void begin_draining() {
     if (auto dumper = runtime_.dumper()) dumper->flush_pending_rows();
-    if (!PendingWork::instance().empty()) draining_.store(true);
+    if (!barrier_.empty()) draining_.store(true);
   }
 
   // An op while draining: only its writes matter.
@@ -531,15 +532,15 @@ class Observer final : public RuntimeListener {
       std::vector<const c10::TensorImpl*> written;
       std::vector<const c10::StorageImpl*> storages;
       ts.written_args.collect(fn, written, storages);
-      PendingWork::instance().force(storages);
-      if (!PendingWork::instance().empty()) return;
+      barrier_.force(storages);
+      if (!barrier_.empty()) return;
       {
         Busy busy(ts);  // releasing runs tensor destructors
-        ReleaseQueue::instance().release();
+        barrier_.releases().release();
       }
       stop_draining();
     } catch (const std::exception& e) {
-      PendingWork::instance().force_all();
+      barrier_.force_all();
       stop_draining();
       log_error(std::string("while finishing statistics at ") + fn.name() + ": " + e.what());
     }
@@ -562,6 +563,7 @@ class Observer final : public RuntimeListener {
   }
 
   Runtime& runtime_;
+  PendingWork barrier_;  // lazy statistics and host overflow checks, and the writes that wait for them
   DebugScenes scenes_;
   std::mutex mutex_;
   bool installed_ = false, enabled_ = false;
