@@ -8,6 +8,7 @@
 //                    (the autograd node's sequence number names the forward op that created it)
 #include <ATen/ATen.h>
 #include <ATen/SequenceNumber.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
