@@ -1,4 +1,6 @@
-// The PyTorch adapter: at::RecordFunction callbacks -> opdump::Dumper.
+// The PyTorch observer: at::RecordFunction callbacks -> the Dumper of the runtime it was
+// installed with (observer.h). Op identity and selection happen here; capture, kernel arguments,
+// written arguments, the statistics barrier and the debug scenes are in their own files.
 //
 // Naming (identity/op_names.h; identical across runs, devices at api level, threads and
 // unrelated ops):
@@ -10,20 +12,13 @@
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
-#include <c10/core/Event.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/csrc/jit/runtime/interpreter.h>
 
-#include <chrono>
-#include <cmath>
-#include <cstdlib>
-#include <thread>
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "observer.h"
 
