@@ -57,6 +57,7 @@ void Runtime::set_dump_config(DumpConfig config) {
   for (const auto& w : config.warnings) log_warning(config.source + ": " + w);
   const std::string source = config.source;
   std::shared_ptr<Dumper> replaced;
+  bool no_adapter = false;
   if (config.enabled) {
     DumperOptions options;
     options.rank = rank();
@@ -69,15 +70,16 @@ void Runtime::set_dump_config(DumpConfig config) {
     ++generation_;
     broken_.store(false);
     publish_locked();
-    if (listeners_.empty())
-      log_warning(source + ": no framework adapter is installed, so no operator will be observed " +
-                  "(PyTorch: import opdump, or call opdump::pt::install() first)");
+    no_adapter = listeners_.empty();
   } else {
     std::lock_guard<std::mutex> lock(mutex_);
     replaced = std::move(dumper_);
     ++generation_;
     publish_locked();
   }
+  if (no_adapter)
+    log_warning(source + ": no framework adapter is installed, so no operator will be observed " +
+                "(PyTorch: import opdump, or call opdump::pt::install() first)");
   update_activity();
   if (replaced) {
     replaced->stop_ops();  // ops in flight finish first; what they left with adapters is then complete
@@ -181,9 +183,8 @@ std::shared_ptr<const RuntimeSnapshot> Runtime::snapshot() const {
 }
 
 std::optional<ModelInfo> Runtime::find_model(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& m : models_)
-    if (m.name == name) return m;
+  const auto s = snapshot();
+  if (const ModelInfo* m = s->find_model(name)) return *m;
   return std::nullopt;
 }
 
