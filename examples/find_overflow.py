@@ -1,4 +1,5 @@
-"""Finds the first op that overflows in a training step, as seed 003's torch.utils.dumper does.
+"""Finds the first op that overflows in a training step, as torch.utils.dumper of the torch_npu accuracy
+comparison guide does.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/find_overflow.py [DUMP_PATH]
 

@@ -1,4 +1,4 @@
-// C++ inference with an acl.json dump config (seed 002's flow: init with the config, load the
+// C++ inference with an acl.json dump config (the CANN offline-model dump guide's flow: init with the config, load the
 // model, run it; each execution is one data_index).
 //   infer_acl MODEL.pt ACL.json [RUNS]
 #include <cstdio>

@@ -1,4 +1,4 @@
-/* The C API: seed 004's lifecycle with error codes. 0 means success; on failure
+/* The C API: the CANN aclmdlSetDump reference's lifecycle with error codes. 0 means success; on failure
  * opdump_last_error() describes the problem (thread-local, valid until the next call). */
 #ifndef OPDUMP_C_API_H
 #define OPDUMP_C_API_H

@@ -1,5 +1,5 @@
 // The accuracy analyzer: compares two dumps operator by operator and finds the first operator
-// where the numbers part (the "Model Accuracy Analyzer" of seeds 000 and 004).
+// where the numbers part (the "Model Accuracy Analyzer" of the CANN Data Dump guide and aclmdlSetDump reference).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,7 +1,8 @@
 // One normalized dump configuration read from any of three dialects, detected by shape:
-//  - acl.json ({"dump": {...}}; seeds 002, 003, 004),
-//  - MindSpore ({"common_dump_settings": {...}, "e2e_dump_settings": {...}}; seed 001),
-//  - seed 000's session options ({"enable_dump": true, "dump_path": ..., "dump_step": ...}).
+//  - acl.json ({"dump": {...}}; CANN's offline-model dump guide and aclmdlSetDump reference,
+//    torch_npu's comparison guide),
+//  - MindSpore ({"common_dump_settings": {...}, "e2e_dump_settings": {...}}; the MindSpore Dump guide),
+//  - the CANN Data Dump guide's session options ({"enable_dump": true, "dump_path": ..., "dump_step": ...}).
 // An "opdump" object at the top level of any dialect holds opdump's own options.
 #pragma once
 #include <cstdint>

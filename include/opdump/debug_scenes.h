@@ -1,4 +1,5 @@
-// The debugging scenes beyond plain dumps (seeds 001, 003, 004), independent of any framework:
+// The debugging scenes beyond plain dumps (MindSpore's op_debug_mode, torch_npu's overflow check,
+// CANN's dump_debug and dump_scene), independent of any framework:
 //  - overflow: which tensors hold NaN/Inf (or leave float16's range), the Opdebug record of each
 //    overflowing op, and the root cause (the first op whose inputs were finite and outputs not);
 //  - exception: what is recorded about an op that failed;
@@ -50,7 +51,7 @@ struct OverflowEvent {
   std::string folder;                   // where its files went ("" when not dumped)
 };
 
-// The Opdebug record of seed 001 (Opdebug.Node_OpDebug.{task}.{stream}.{timestamp}.output.0.json).
+// The Opdebug record of the MindSpore Dump guide (Opdebug.Node_OpDebug.{task}.{stream}.{timestamp}.output.0.json).
 std::string opdebug_file_name(const OpIdentity& op);
 std::string opdebug_json(const OverflowEvent& event, bool fp16_range);
 

@@ -1,4 +1,4 @@
-// Ascend device data formats <-> NCHW / ND (seed 001's `convert -f NCHW`). Block sizes are read
+// Ascend device data formats <-> NCHW / ND (the MindSpore Dump guide's `convert -f NCHW`). Block sizes are read
 // from the stored shape, never assumed; the logical shape comes from the bin header's
 // original_shape or from the user.
 #pragma once

@@ -1,4 +1,4 @@
-// Element types opdump understands: seed 001's list of dumpable types.
+// Element types opdump understands: the MindSpore Dump guide's list of dumpable types.
 #pragma once
 #include <cstddef>
 #include <cstdint>

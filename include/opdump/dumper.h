@@ -84,11 +84,11 @@ class Dumper {
   void dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs,
                const std::vector<DumpTensor>& outputs);
 
-  // seed 001's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
+  // the MindSpore Dump guide's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
   void write_kernel_args(const OpRecord& op, std::string json);
   // Lists an executed op (dumped or not) in execution_order/ms_execution_order_graph_{graph}.csv
   // and, for the first dumped iteration of each graph, in graphs/ms_output_trace_code_graph_{graph}.ir,
-  // with the ids of its input and output tensors (seed 001's auxiliary files).
+  // with the ids of its input and output tensors (the MindSpore Dump guide's auxiliary files).
   // `source`: where the op was called from ("file.py:line"), when known.
   // `named`: ids of tensors the adapter knows a name for (parameters), listed once in
   // execution_order/tensor_names.csv.
@@ -101,7 +101,7 @@ class Dumper {
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);
 
-  // ---- debug scenes (seed 004 dump_debug / dump_scene, MindSpore op_debug_mode) ----
+  // ---- debug scenes (the CANN aclmdlSetDump reference dump_debug / dump_scene, MindSpore op_debug_mode) ----
   Scene scene() const { return config_.scene; }
   // Overflow checks skip these op types (outputs uninitialised by design).
   bool overflow_ignored(std::string_view op_type) const;

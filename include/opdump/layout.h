@@ -1,4 +1,4 @@
-// Folder layout and file naming of the seeds:
+// Folder layout and file naming as CANN and MindSpore write them:
 //  Ascend:        {dump_path}/{time}/{device_id}/{model_name}/{model_id}/{data_index}/{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}
 //  single op:     {dump_path}/{time}/{device_id}/{dump file}
 //  MindSpore:     {path}/rank_{id}/{net_name}/{graph_id}/{iteration}/{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}.{input|output}.{slot}.{format}.npy
@@ -12,7 +12,7 @@
 
 namespace opdump {
 
-// '.', '/', '\\' and spaces become '_' (the seeds' rule); control characters, NUL and bytes
+// '.', '/', '\\' and spaces become '_' (CANN's and MindSpore's rule); control characters, NUL and bytes
 // that would let a name escape its folder become '_' too. Never returns "", "." or "..".
 std::string sanitize_name(std::string_view name);
 // sanitize_name for a folder (a model name): names over 200 bytes keep their first 180 and a

@@ -1,4 +1,4 @@
-// The public C++ API, independent of any framework (seed 004's lifecycle plus iterations,
+// The public C++ API, independent of any framework (the CANN aclmdlSetDump reference's lifecycle plus iterations,
 // models and scopes). Link opdump_torch as well to dump PyTorch operators.
 #pragma once
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace opdump {
 
-// init(config path or "") once per process; init_dump / set_dump / finalize_dump as in seed 004.
+// init(config path or "") once per process; init_dump / set_dump / finalize_dump as in the CANN aclmdlSetDump reference.
 void init(const std::string& config_path = "");
 void init_dump();
 void set_dump(const std::string& config_path);

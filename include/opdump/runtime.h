@@ -1,5 +1,5 @@
 // Process-wide dump state shared by the runtime adapters and the public API, independent of
-// any framework: seed 004's lifecycle (init / set_dump / finalize), iteration counting,
+// any framework: the CANN aclmdlSetDump reference's lifecycle (init / set_dump / finalize), iteration counting,
 // registered models and the module scopes that name operators.
 #pragma once
 #include <atomic>
@@ -69,7 +69,7 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // seed 004: init(config path, or "" for none) once per process.
+  // the CANN aclmdlSetDump reference: init(config path, or "" for none) once per process.
   void init(const std::string& config_path);
   bool initialized() const;
   void init_dump();

@@ -1,4 +1,4 @@
-// statistic.csv exactly as MindSpore writes it (seed 001): fixed leading columns, then one
+// statistic.csv exactly as MindSpore writes it (the MindSpore Dump guide): fixed leading columns, then one
 // column per chosen statistic category. Rows are appended with one write() each under a lock,
 // so a crash or a full disk never leaves a torn row behind.
 #pragma once

@@ -1,4 +1,4 @@
-// Tensor statistics: every statistic_category of MindSpore's dump (seed 001) plus a fast hash.
+// Tensor statistics: every statistic_category of MindSpore's dump (the MindSpore Dump guide) plus a fast hash.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -15,8 +15,8 @@ enum class StatCategory : uint8_t {
   Min,
   Avg,
   Count,
-  NegativeZeroCount,  // seed 001: elements < 0
-  PositiveZeroCount,  // seed 001: elements > 0
+  NegativeZeroCount,  // the MindSpore Dump guide: elements < 0
+  PositiveZeroCount,  // the MindSpore Dump guide: elements > 0
   NanCount,
   NegativeInfCount,
   PositiveInfCount,

@@ -16,7 +16,7 @@ namespace opdump::pt {
 // OPDUMP_CONFIG or MINDSPORE_DUMP_CONFIG names a config). Idempotent.
 void install();
 
-// A TorchScript model loaded under a name (seed 004: configs apply to models loaded after
+// A TorchScript model loaded under a name (the CANN aclmdlSetDump reference: configs apply to models loaded after
 // set_dump). forward() runs it as that model; its submodules name the ops.
 class ScriptModel {
  public:

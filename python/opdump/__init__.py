@@ -95,7 +95,7 @@ def _configuring(configure):
 
 
 def init(config=None):
-    """seed 004's init: once per process; `config` is a config file path or None."""
+    """the CANN aclmdlSetDump reference's init: once per process; `config` is a config file path or None."""
     rank, device = _detect_rank()
     _opdump.set_rank(rank, device)
     _configuring(lambda: _opdump.init(os.fspath(config) if config else ""))
@@ -268,7 +268,7 @@ def _mark_module(module, enabled):
 
 
 class dumper:
-    """Seed 003's `torch.utils.dumper`: dumps the ops run inside a `with` block.
+    """The torch_npu accuracy comparison guide's `torch.utils.dumper`: dumps the ops run inside a `with` block.
 
         with opdump.dumper(check_overflow=True, dump_path="out") as d:
             loss = model(x).sum(); loss.backward()

@@ -1,6 +1,7 @@
 // opdump convert SRC -o OUT [--to npy|txt]
-//   bin  -> one npy per input/output: {bin name}.{input|output}.{i}.{dims}.npy (seed 001)
-//   npy  -> txt: the flattened values, one per line, as numpy.savetxt writes them (seed 003)
+//   bin  -> one npy per input/output: {bin name}.{input|output}.{i}.{dims}.npy (the MindSpore Dump guide)
+//   npy  -> txt: the flattened values, one per line, as numpy.savetxt writes them (the torch_npu
+//                accuracy comparison guide)
 #include <fmt/format.h>
 
 #include <complex>

@@ -1,5 +1,5 @@
-// The PyTorch side of the debug scenes (seed 004 dump_debug / dump_scene, MindSpore
-// op_debug_mode, seed 003 check_overflow):
+// The PyTorch side of the debug scenes (the CANN aclmdlSetDump reference dump_debug / dump_scene, MindSpore
+// op_debug_mode, the torch_npu accuracy comparison guide check_overflow):
 //  - overflow: each output is checked where it lives (one vectorized read-only pass on the
 //    host; ATen reductions on a device, read back asynchronously); data is copied only when a
 //    check fires. Inputs an op writes in place are copied before it runs.

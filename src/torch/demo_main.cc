@@ -1,4 +1,4 @@
-// opdump demo: trains a small AlexNet-like CNN (seed 001's example, scaled down) on generated
+// opdump demo: trains a small AlexNet-like CNN (the MindSpore Dump guide's example, scaled down) on generated
 // data with dumping configured by examples/demo_config.json, then says what was dumped.
 //   opdump_demo [--config FILE] [--output DIR] [--iterations N] [--plant-bug]
 #include <torch/torch.h>
@@ -14,7 +14,7 @@
 
 namespace {
 
-// Conv/ReLU/MaxPool x3 then three Dense layers, like seed 001's AlexNet, for 3x32x32 inputs.
+// Conv/ReLU/MaxPool x3 then three Dense layers, like the MindSpore Dump guide's AlexNet, for 3x32x32 inputs.
 struct AlexNetSmallImpl : torch::nn::Module {
   torch::nn::Conv2d conv1{torch::nn::Conv2dOptions(3, 16, 3).padding(1)};
   torch::nn::Conv2d conv2{torch::nn::Conv2dOptions(16, 32, 3).padding(1)};

@@ -109,7 +109,7 @@ TEST(ConfigSeeds, SessionOptions) {
   EXPECT_EQ(c.dump_path, "/home/HwHiAiUser/output");
 }
 
-// ---- output path priority (seed 004) and MindSpore's path rules ------------------------------
+// ---- output path priority (the CANN aclmdlSetDump reference) and MindSpore's path rules ------------------------------
 
 TEST(ConfigPaths, AclPriority) {
   const std::string text = R"({"dump": {"dump_path": "cfg_out"}})";

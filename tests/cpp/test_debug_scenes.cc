@@ -184,7 +184,7 @@ TEST(Watcher, SelectionFollowsSeed004) {
   // selection for dumping is the watched ops
   EXPECT_TRUE(with_layers.op_selected("", "Default/fc-Linear/linear-op0", "linear"));
   EXPECT_FALSE(with_layers.op_selected("", "Default/relu-op2", "relu"));
-  // collective ops are never layers (seed 004: Hcom*)
+  // collective ops are never layers (the CANN aclmdlSetDump reference: Hcom*)
   EXPECT_FALSE(with_layers.watch_layer_op("Default/HcomAllReduce-op4", "HcomAllReduce"));
 
   Dumper no_layers(config(R"({"watcher_nodes": ["linear"]})"));

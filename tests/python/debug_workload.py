@@ -126,7 +126,7 @@ def main():
     elif args.scene == "singleop":
         opdump.set_dump(args.config)
         a = torch.randn(3, 3)
-        torch.matmul(a, a)  # outside any model: seed 002's single-operator layout
+        torch.matmul(a, a)  # outside any model: the CANN offline-model dump guide's single-operator layout
         model = opdump.register_model(nn.Linear(3, 2), "net")
         with torch.no_grad():
             model(a)

@@ -65,7 +65,7 @@ def test_overflow_dump_names_the_planted_op_first(scene, tmp_path):
     assert len(exp_out) == 1 and len(exp_in) == 1
     assert np.isfinite(np.load(exp_in[0])).all()
     assert np.isinf(np.load(exp_out[0])).any()
-    # one Opdebug record per overflowing op, named as seed 001 says
+    # one Opdebug record per overflowing op, named as the MindSpore Dump guide says
     records = files(root, "Opdebug.Node_OpDebug.*.output.0.json")
     assert len(records) == summary["overflow_ops"] >= 3
     exp_record = [json.load(open(r)) for r in records if json.load(open(r))["op_type"] == "exp"][0]
@@ -291,7 +291,7 @@ def test_single_operator_layout_for_ops_outside_models(scene, tmp_path):
     cfg = {"dump": {"dump_path": str(tmp_path / "d"), "dump_list": [], "dump_op_switch": "on", "dump_mode": "all"}}
     out, _ = scene("singleop", cfg)
     root = out["root"]
-    top = tensors(root)  # seed 002: {dump_path}/{time}/{device_id}/{op files}
+    top = tensors(root)  # the CANN offline-model dump guide: {dump_path}/{time}/{device_id}/{op files}
     assert {k[0] for k in top} >= {"matmul"} and "linear" not in {k[0] for k in top}
     in_model = tensors(os.path.join(root, "net", "0", "0"))
     assert {k[0] for k in in_model} == {"linear"}

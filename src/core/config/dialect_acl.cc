@@ -1,4 +1,5 @@
-// acl.json dialect: {"dump": {...}} (seeds 002, 003, 004), with seed 004's rules.
+// acl.json dialect: {"dump": {...}} (the CANN offline-model dump guide, the torch_npu accuracy
+// comparison guide, the CANN aclmdlSetDump reference), with the aclmdlSetDump reference's rules.
 #include "config_internal.h"
 #include "opdump/error.h"
 
@@ -18,7 +19,8 @@ ModelSelection parse_entry(const json& e, const std::string& path, std::vector<s
   return m;
 }
 
-// Where files go: NPU_COLLECT_PATH > ASCEND_WORK_PATH > dump_path > current directory (seed 004).
+// Where files go: NPU_COLLECT_PATH > ASCEND_WORK_PATH > dump_path > current directory (the CANN
+// aclmdlSetDump reference).
 void resolve_output(const Fields& f, DumpConfig& c, const ParseOptions& options) {
   for (const char* var : {"NPU_COLLECT_PATH", "ASCEND_WORK_PATH"}) {
     auto v = options.env(var);
@@ -77,7 +79,7 @@ void parse_acl(const json& doc, DumpConfig& c, const ParseOptions& options) {
   const bool exception = c.scene == Scene::ExceptionBrief || c.scene == Scene::ExceptionNorm ||
                          c.scene == Scene::ExceptionDetail;
 
-  // Seed 004's exclusions; each error names both fields.
+  // The CANN aclmdlSetDump reference's exclusions; each error names both fields.
   if (exception && model_dump)
     throw ConfigError("dump.dump_scene", "exception dump (" + scene_field + ") cannot be combined with model dump (dump.dump_list names a model_name)");
   if (exception && op_switch_on)
@@ -101,7 +103,8 @@ void parse_acl(const json& doc, DumpConfig& c, const ParseOptions& options) {
     for (size_t i = 0; i < c.dump_list.size(); ++i) {
       if (!c.dump_list[i].model_name.empty())
         throw ConfigError("dump.dump_list[" + std::to_string(i) + "].model_name",
-                          "cannot be given with dump.dump_scene \"watcher\" (seed 004: model_name is not configurable under watcher)");
+                          "cannot be given with dump.dump_scene \"watcher\" (CANN's aclmdlSetDump reference: "
+                          "model_name is not configurable under watcher)");
       any_watched |= !c.dump_list[i].watcher_nodes.empty();
     }
     if (!any_watched)
@@ -117,7 +120,7 @@ void parse_acl(const json& doc, DumpConfig& c, const ParseOptions& options) {
   if (exception) c.io = IoSelect::All;
 
   // Single-operator dump: dump_op_switch "on" (single-operator model execution), or an empty
-  // dump_list in a plain dump (single-operator API execution, seed 002's third example).
+  // dump_list in a plain dump (single-operator API execution, the CANN offline-model dump guide's third example).
   c.op_switch = op_switch_on || (c.scene == Scene::Normal && !model_dump);
   c.dump_all_ops = true;
   resolve_output(f, c, options);

@@ -1,4 +1,4 @@
-// MindSpore dialect: common_dump_settings + e2e_dump_settings (seed 001), with the rules of
+// MindSpore dialect: common_dump_settings + e2e_dump_settings (the MindSpore Dump guide), with the rules of
 // MindSpore's own parser (mindspore-dump-facts.md).
 #include <cctype>
 #include <cstring>

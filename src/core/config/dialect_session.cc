@@ -1,4 +1,4 @@
-// Seed 000's session options as a flat object: enable_dump, dump_path, dump_step, dump_mode.
+// The CANN Data Dump guide's session options as a flat object: enable_dump, dump_path, dump_step, dump_mode.
 #include "config_internal.h"
 #include "opdump/error.h"
 

@@ -1,5 +1,5 @@
 // The Dumper's debug scenes: overflow records and their root cause, exception dumps, and the
-// watcher's checks (seed 004 dump_debug / dump_scene; MindSpore op_debug_mode 3 and 4).
+// watcher's checks (the CANN aclmdlSetDump reference dump_debug / dump_scene; MindSpore op_debug_mode 3 and 4).
 #include <nlohmann/json.hpp>
 
 #include "opdump/dumper.h"
@@ -77,7 +77,7 @@ bool Dumper::watched_op(std::string_view op_name, std::string_view op_type) cons
 
 namespace {
 
-// seed 004: a collective communication op (HcomAllReduce, ...) is never a layer op.
+// the CANN aclmdlSetDump reference: a collective communication op (HcomAllReduce, ...) is never a layer op.
 bool is_collective(std::string_view op_type) {
   if (op_type.substr(0, 4) == "Hcom") return true;
   for (const char* c : {"allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter", "alltoall",

@@ -1,4 +1,4 @@
-// Long file names -> short generated names recorded in mapping.csv (seed 002).
+// Long file names -> short generated names recorded in mapping.csv (the CANN offline-model dump guide).
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>

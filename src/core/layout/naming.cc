@@ -1,4 +1,4 @@
-// File and folder names of the seeds' layouts.
+// File and folder names of the CANN and MindSpore layouts.
 #include <sys/stat.h>
 
 #include <cerrno>
