@@ -214,10 +214,11 @@ class Dumper {
   std::string watch_rows_;
   std::vector<WatchResult> watch_changes_;
   std::mutex finalize_mutex_;
-  bool finalized_ = false;  // under finalize_mutex_
   std::atomic<int64_t> ops_in_flight_{0};
   std::atomic<bool> closing_{false};
-  std::atomic<bool> closed_{false};  // finalized: reports still arriving (from the finalizing thread's own op) are dropped
+  // Finalized (set under finalize_mutex_): reports still arriving, from the finalizing thread's
+  // own op, are dropped.
+  std::atomic<bool> closed_{false};
   WriterReport final_report_;
 };
 

@@ -258,11 +258,11 @@ class Observer final : public RuntimeListener {
         ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
       return ctx;  // inside an api op: only the nesting depth matters
     const std::shared_ptr<const RuntimeSnapshot> snapshot = runtime_.snapshot();
-    std::shared_ptr<Dumper> dumper = snapshot->dumper;
-    if (!dumper) return ctx;
-    ctx->lease = dumper->enter_op();
+    if (!snapshot->dumper) return ctx;
+    ctx->lease = snapshot->dumper->enter_op();
     if (!ctx->lease) return ctx;  // the dump is closing
-    ctx->dumper = dumper;
+    ctx->dumper = snapshot->dumper;
+    Dumper* dumper = ctx->dumper.get();
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
     const std::string op_type = std::strstr(name, "::") + 2;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling

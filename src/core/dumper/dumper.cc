@@ -448,7 +448,7 @@ void Dumper::stop_ops() {
 
 WriterReport Dumper::finalize(uint64_t last_iteration) {
   std::lock_guard<std::mutex> finalize_lock(finalize_mutex_);
-  if (finalized_) return final_report_;
+  if (closed_.load(std::memory_order_acquire)) return final_report_;
   stop_ops();
   flush_pending_rows();
   {
@@ -458,7 +458,6 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   finalize_scenes();
   writer_->drain();
   statistics_->close_all();
-  finalized_ = true;
   closed_.store(true, std::memory_order_release);
   final_report_ = writer_->report();
   auto& warnings = final_report_.warnings;
