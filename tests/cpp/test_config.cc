@@ -213,6 +213,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"dump_scene_value", "{\"dump\": {\"dump_scene\": \"crash\"}}", "dump.dump_scene", "aic_err_brief_dump"},
         BadConfig{"dump_list_type", "{\"dump\": {\"dump_list\": {}}}", "dump.dump_list", "array"},
         BadConfig{"layer_type", "{\"dump\": {\"dump_list\": [{\"model_name\": \"m\", \"layer\": [1]}]}}", "dump.dump_list[0].layer[0]", "string"},
+        BadConfig{"layer_bad_regex", "{\"dump\": {\"dump_list\": [{\"model_name\": \"m\", \"layer\": [\"name-regex(conv[)\"]}]}}", "dump.dump_list[0].layer[0]", "regular expression"},
         BadConfig{"empty_model_name", "{\"dump\": {\"dump_list\": [{\"model_name\": \"\"}]}}", "dump.dump_list[0].model_name", "empty"},
         BadConfig{"dump_step", "{\"dump\": {\"dump_step\": \"5-\"}}", "dump.dump_step", "empty number"},
         BadConfig{"unset_variable", "{\"dump\": {\"dump_path\": \"$NOPE/x\"}}", "dump.dump_path", "not set"},

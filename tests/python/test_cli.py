@@ -1,5 +1,6 @@
 """The CLI end to end: config check, convert (bin -> npy, npy -> txt), error handling."""
 import pathlib
+import json
 import struct
 
 import numpy as np
@@ -62,6 +63,20 @@ def test_config_check_rejects_with_location(run):
 def test_config_check_missing_file(run, tmp_path):
     proc = run("config", "check", tmp_path / "nope.json", check=1)
     assert "nope.json" in proc.stderr
+
+
+def test_config_check_runs_the_validation_set_dump_runs(run, tmp_path):
+    """A name-regex in `layer` that dumping would refuse is refused by the check too (same field)."""
+    bad = tmp_path / "bad_layer.json"
+    bad.write_text(json.dumps({"dump": {"dump_path": str(tmp_path / "o"),
+                                        "dump_list": [{"model_name": "m", "layer": ["name-regex(conv[)"]}]}}))
+    proc = run("config", "check", bad, check=1)
+    assert "dump.dump_list[0].layer[0]" in proc.stderr and "regular expression" in proc.stderr
+
+
+def test_config_check_of_a_folder_says_so(run, tmp_path):
+    proc = run("config", "check", tmp_path, check=1)
+    assert "is a folder" in proc.stderr and "bytes" not in proc.stderr
 
 
 def test_usage_errors_exit_2(run):

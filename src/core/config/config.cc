@@ -235,10 +235,15 @@ DumpConfig parse_config(const std::string& text, const std::string& source, cons
 }
 
 DumpConfig load_config(const std::string& path, const ParseOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError("", "is a folder; give the path of a JSON config file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("", std::string("cannot read the config file: ") + std::strerror(errno), path);
   in.seekg(0, std::ios::end);
-  const auto size = static_cast<size_t>(in.tellg());
+  const std::streamoff end = in.tellg();
+  if (end < 0) throw ConfigError("", "cannot tell the size of the config file (not a regular file?)", path);
+  const auto size = static_cast<size_t>(end);
   if (size > kMaxConfigBytes)
     throw ConfigError("", "config is " + std::to_string(size) + " bytes; at most " +
                               std::to_string(kMaxConfigBytes) + " are accepted", path);

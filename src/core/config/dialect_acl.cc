@@ -2,6 +2,7 @@
 // comparison guide, the CANN aclmdlSetDump reference), with the aclmdlSetDump reference's rules.
 #include "config_internal.h"
 #include "opdump/error.h"
+#include "opdump/kernel_filter.h"
 
 namespace opdump::config_detail {
 namespace {
@@ -13,7 +14,10 @@ ModelSelection parse_entry(const json& e, const std::string& path, std::vector<s
     if (v->empty()) throw ConfigError(f.path("model_name"), "is empty; give the model's name or leave the key out");
     m.model_name = *v;
   }
-  if (auto v = f.string_list("layer", kMaxListEntries)) m.layers = *v;
+  if (auto v = f.string_list("layer", kMaxListEntries)) {
+    m.layers = *v;
+    KernelFilter(m.layers, f.path("layer"));  // validates every entry (name-regex syntax) now, as dumping will
+  }
   if (auto v = f.string_list("watcher_nodes", kMaxListEntries)) m.watcher_nodes = *v;
   f.warn_unknown(warnings);
   return m;
