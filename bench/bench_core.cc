@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "opdump/npy.h"
-#include "opdump/stats.h"
-#include "opdump/async_writer.h"
+#include "format/npy.h"
+#include "stats/stats.h"
+#include "writer/async_writer.h"
 
 using namespace opdump;
 using Clock = std::chrono::steady_clock;

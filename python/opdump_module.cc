@@ -4,10 +4,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "opdump/config.h"
+#include "config/config.h"
 #include "opdump/error.h"
-#include "opdump/log.h"
+#include "util/log.h"
 #include "opdump/opdump.h"
+#include "runtime/runtime.h"
 #include "observer.h"
 
 namespace py = pybind11;

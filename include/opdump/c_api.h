@@ -2,6 +2,7 @@
  * opdump_last_error() describes the problem (thread-local, valid until the next call). */
 #ifndef OPDUMP_C_API_H
 #define OPDUMP_C_API_H
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -17,13 +18,45 @@ enum {
   OPDUMP_ERROR_INTERNAL = 5
 };
 
+/* What finalize_dump wrote and lost (lost files are absent, never half-written). */
+typedef struct opdump_report {
+  uint64_t files_written;
+  uint64_t bytes_written;
+  uint64_t files_lost;
+  uint64_t bytes_lost;
+} opdump_report;
+
+/* One tensor of an operator reported with opdump_dump_op: contiguous host memory, copied before the call
+ * returns. dtype is numpy's name: "float32", "float16", "bfloat16", "int64", "bool", ... */
+typedef struct opdump_tensor {
+  const char* dtype;
+  int32_t ndim;
+  const int64_t* shape; /* ndim entries; may be NULL when ndim is 0 */
+  const void* data;
+} opdump_tensor;
+
 int opdump_init(const char* config_path_or_null);
 int opdump_init_dump(void);
 int opdump_set_dump(const char* config_path);
+/* The config as JSON text (any dialect). */
+int opdump_set_dump_json(const char* json_text);
 int opdump_finalize_dump(void);
+/* The same, filling *report (may be NULL). */
+int opdump_finalize_dump_report(opdump_report* report);
 int opdump_finalize(void);
 int opdump_step(void);
 int opdump_register_model(const char* name, uint64_t* model_id);
+/* Module scopes for the names of the ops that follow ("encoder-Encoder", then "layer0-Linear"). */
+int opdump_push_scope(const char* element);
+int opdump_pop_scope(void);
+/* Reports an operator that ran: named "{scopes}/{op_type}-op{n}" and dumped as the config selects
+ * (nothing happens when no dump is active). For runtimes without an adapter. */
+int opdump_dump_op(const char* op_type, const opdump_tensor* inputs, size_t num_inputs, const opdump_tensor* outputs,
+                   size_t num_outputs);
+/* The folder this process dumps into; "" when no dump is configured (valid until the next call). */
+const char* opdump_dump_root(void);
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* opdump_version(void);
 const char* opdump_last_error(void);
 
 #ifdef __cplusplus

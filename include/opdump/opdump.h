@@ -1,10 +1,15 @@
 // The public C++ API, independent of any framework (the CANN aclmdlSetDump reference's lifecycle plus iterations,
-// models and scopes). Link opdump_torch as well to dump PyTorch operators.
+// models and scopes). Link opdump::torch as well to dump PyTorch operators; any other runtime reports its
+// operators with dump_op().
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "opdump/runtime.h"
+#include "opdump/error.h"
+#include "opdump/report.h"
+#include "opdump/scopes.h"
+#include "opdump/version.h"
 
 namespace opdump {
 
@@ -12,12 +17,33 @@ namespace opdump {
 void init(const std::string& config_path = "");
 void init_dump();
 void set_dump(const std::string& config_path);
+// The same with the config's JSON text; `source` names it in error messages.
+void set_dump_json(const std::string& json_text, const std::string& source = "<json>");
 WriterReport finalize_dump();
 void finalize();
 
 // Ends the current iteration (training step); inference programs may call it per request.
 void step();
 uint64_t iteration();
+
+// The folder this process dumps into ("" when no dump is configured).
+std::string dump_root();
+// The library's version ("0.1.0"); OPDUMP_VERSION in opdump/version.h is the headers'.
+std::string version();
+
+// One tensor of an operator reported by dump_op: contiguous host memory, copied before dump_op returns.
+struct HostTensor {
+  std::string dtype;           // numpy name: "float32", "float16", "bfloat16", "int64", "bool", ...
+  std::vector<int64_t> shape;  // {} for a scalar
+  const void* data = nullptr;
+};
+
+// Reports an operator that ran (for runtimes without an adapter): named like PyTorch ops,
+// "{scope}/{op_type}-op{n}" under the current ModelScope/ScopeGuard scopes, and dumped as the config
+// selects (iterations, dump_list, kernels, inputs/outputs, tensors/statistics). Debug scenes (overflow,
+// exception, watcher) need an adapter and ignore these ops. Does nothing when no dump is active.
+void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs,
+             const std::vector<HostTensor>& outputs);
 
 // Registers a model name for dump_list selection; returns its model id.
 uint64_t register_model(const std::string& name);

@@ -6,9 +6,9 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "opdump/compare.h"
+#include "compare/compare.h"
 #include "opdump/error.h"
-#include "opdump/layout.h"
+#include "layout/layout.h"
 
 namespace opdump::cli {
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "opdump/config.h"
+#include "config/config.h"
 #include "opdump/error.h"
 
 namespace opdump::cli {

@@ -9,15 +9,15 @@
 #include <filesystem>
 
 #include "commands.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/dump_index.h"
-#include "opdump/dump_files.h"
-#include "opdump/ascend_bin.h"
-#include "opdump/device_format.h"
+#include "format/statistic_csv.h"
+#include "read/dump_index.h"
+#include "format/dump_files.h"
+#include "format/ascend_bin.h"
+#include "format/device_format.h"
 #include "opdump/error.h"
-#include "opdump/layout.h"
-#include "opdump/npy.h"
-#include "opdump/atomic_file.h"
+#include "layout/layout.h"
+#include "format/npy.h"
+#include "writer/atomic_file.h"
 
 namespace opdump::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "opdump/dumper.h"
+#include "dumper/dumper.h"
 #include "opdump/error.h"
 
 namespace opdump::cli {

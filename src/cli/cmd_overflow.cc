@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "opdump/overflow_scan.h"
-#include "opdump/atomic_file.h"
+#include "debug_scenes/overflow_scan.h"
+#include "writer/atomic_file.h"
 
 namespace opdump::cli {
 

@@ -5,13 +5,13 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "opdump/dump_index.h"
-#include "opdump/dump_files.h"
-#include "opdump/ascend_bin.h"
+#include "read/dump_index.h"
+#include "format/dump_files.h"
+#include "format/ascend_bin.h"
 #include "opdump/error.h"
-#include "opdump/npy.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/atomic_file.h"
+#include "format/npy.h"
+#include "format/statistic_csv.h"
+#include "writer/atomic_file.h"
 
 namespace opdump::cli {
 namespace {

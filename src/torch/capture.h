@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "opdump/dumper.h"
+#include "dumper/dumper.h"
 
 namespace opdump::pt::detail {
 

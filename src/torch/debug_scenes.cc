@@ -21,7 +21,7 @@
 #include "device_reduce.h"
 #include "kernel_args.h"
 #include "host_stats.h"
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 
 namespace opdump::pt::detail {
 namespace {

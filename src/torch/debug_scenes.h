@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "opdump/debug_scenes.h"
-#include "opdump/dumper.h"
-#include "opdump/runtime.h"
+#include "debug_scenes/debug_scenes.h"
+#include "dumper/dumper.h"
+#include "runtime/runtime.h"
 
 namespace opdump::pt::detail {
 

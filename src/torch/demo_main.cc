@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <string>
 
+#include "config/config.h"
 #include "opdump/error.h"
 #include "opdump/opdump.h"
 #include "opdump/torch.h"
+#include "runtime/runtime.h"
 
 namespace {
 

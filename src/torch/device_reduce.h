@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "opdump/debug_scenes.h"
-#include "opdump/stats.h"
-#include "opdump/tensor.h"
+#include "debug_scenes/debug_scenes.h"
+#include "stats/stats.h"
+#include "util/tensor.h"
 
 namespace opdump::pt::detail {
 

@@ -1,6 +1,6 @@
 #include "host_stats.h"
 
-#include "opdump/log.h"
+#include "util/log.h"
 
 #include <algorithm>
 #include <pthread.h>

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "opdump/stats.h"
+#include "stats/stats.h"
 
 namespace opdump::pt::detail {
 

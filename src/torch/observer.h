@@ -2,7 +2,7 @@
 // operator executions to the Dumper of `runtime` (Kineto's shape: the framework registers a small
 // client with the core explicitly; nothing happens in static initializers).
 #pragma once
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 
 namespace opdump::pt::detail {
 

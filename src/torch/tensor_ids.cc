@@ -1,6 +1,6 @@
 #include "tensor_ids.h"
 
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 
 namespace opdump::pt::detail {
 namespace {

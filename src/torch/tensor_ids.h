@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "capture.h"
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 
 namespace opdump::pt::detail {
 

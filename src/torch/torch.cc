@@ -1,5 +1,6 @@
 // The public PyTorch adapter API (opdump/torch.h).
 #include "opdump/torch.h"
+#include "runtime/runtime.h"
 
 #include "observer.h"
 

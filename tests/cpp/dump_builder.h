@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "opdump/layout.h"
-#include "opdump/npy.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/stats.h"
+#include "layout/layout.h"
+#include "format/npy.h"
+#include "format/statistic_csv.h"
+#include "stats/stats.h"
 #include "test_util.h"
 
 namespace opdump::test {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "opdump/config.h"
-#include "opdump/dumper.h"
-#include "opdump/tensor.h"
+#include "config/config.h"
+#include "dumper/dumper.h"
+#include "util/tensor.h"
 
 namespace opdump::test {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "opdump/ascend_bin.h"
+#include "format/ascend_bin.h"
 #include "opdump/error.h"
 #include "test_util.h"
 

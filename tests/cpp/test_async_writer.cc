@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "opdump/error.h"
-#include "opdump/npy.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/async_writer.h"
+#include "format/npy.h"
+#include "format/statistic_csv.h"
+#include "writer/async_writer.h"
 #include "test_util.h"
 
 using namespace opdump;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "opdump/atomic_file.h"
+#include "writer/atomic_file.h"
 #include "opdump/error.h"
 #include "test_util.h"
 

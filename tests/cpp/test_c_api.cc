@@ -7,7 +7,7 @@
 #include <string>
 
 #include "dumper_fixtures.h"
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 #include "test_util.h"
 
 using namespace opdump;

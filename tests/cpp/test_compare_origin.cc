@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "dump_builder.h"
-#include "opdump/compare.h"
+#include "compare/compare.h"
 #include "opdump/error.h"
 #include "test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "opdump/config.h"
+#include "config/config.h"
 #include "opdump/error.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "opdump/csv.h"
+#include "format/csv.h"
 #include "opdump/error.h"
 
 using namespace opdump;

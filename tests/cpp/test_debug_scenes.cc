@@ -6,11 +6,11 @@
 #include <cstring>
 #include <limits>
 
-#include "opdump/debug_scenes.h"
-#include "opdump/dumper.h"
+#include "debug_scenes/debug_scenes.h"
+#include "dumper/dumper.h"
 #include "opdump/error.h"
-#include "opdump/npy.h"
-#include "opdump/overflow_scan.h"
+#include "format/npy.h"
+#include "debug_scenes/overflow_scan.h"
 #include "dumper_fixtures.h"
 #include "test_util.h"
 

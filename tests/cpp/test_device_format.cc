@@ -3,8 +3,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "opdump/ascend_bin.h"
-#include "opdump/device_format.h"
+#include "format/ascend_bin.h"
+#include "format/device_format.h"
 #include "opdump/error.h"
 #include "test_util.h"
 

@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "dump_builder.h"
-#include "opdump/dump_index.h"
+#include "read/dump_index.h"
 #include "opdump/error.h"
-#include "opdump/layout.h"
-#include "opdump/npy.h"
+#include "layout/layout.h"
+#include "format/npy.h"
 #include "test_util.h"
 
 using namespace opdump;

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "opdump/ascend_bin.h"
-#include "opdump/dumper.h"
+#include "format/ascend_bin.h"
+#include "dumper/dumper.h"
 #include "opdump/error.h"
-#include "opdump/npy.h"
+#include "format/npy.h"
 #include "dumper_fixtures.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "opdump/error.h"
-#include "opdump/iteration_set.h"
+#include "select/iteration_set.h"
 
 using opdump::ConfigError;
 using opdump::IterationSet;

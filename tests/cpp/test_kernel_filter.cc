@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "opdump/error.h"
-#include "opdump/kernel_filter.h"
+#include "select/kernel_filter.h"
 
 using opdump::KernelFilter;
 

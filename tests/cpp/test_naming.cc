@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "opdump/error.h"
-#include "opdump/layout.h"
-#include "opdump/statistic_csv.h"
+#include "layout/layout.h"
+#include "format/statistic_csv.h"
 #include "test_util.h"
 
 using namespace opdump;

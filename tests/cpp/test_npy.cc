@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "opdump/error.h"
-#include "opdump/npy.h"
-#include "opdump/stats.h"
+#include "format/npy.h"
+#include "stats/stats.h"
 #include "test_util.h"
 
 using namespace opdump;

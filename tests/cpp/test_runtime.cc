@@ -1,6 +1,6 @@
 // The runtime in process: snapshots the op path reads without a lock, ops in flight when a dump
 // is finalized, the order listeners hear things in, and the environment.
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "dumper_fixtures.h"
-#include "opdump/log.h"
-#include "opdump/statistic_csv.h"
+#include "util/log.h"
+#include "format/statistic_csv.h"
 #include "test_util.h"
 #include "util/thread_budget.h"
 

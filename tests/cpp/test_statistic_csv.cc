@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "opdump/error.h"
-#include "opdump/statistic_csv.h"
+#include "format/statistic_csv.h"
 #include "test_util.h"
 
 using namespace opdump;

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "opdump/error.h"
-#include "opdump/stats.h"
+#include "stats/stats.h"
 
 using namespace opdump;
 

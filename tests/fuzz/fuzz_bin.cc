@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "opdump/ascend_bin.h"
+#include "format/ascend_bin.h"
 #include "opdump/error.h"
-#include "opdump/stats.h"
+#include "stats/stats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "opdump/config.h"
+#include "config/config.h"
 #include "opdump/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "opdump/error.h"
-#include "opdump/layout.h"
-#include "opdump/statistic_csv.h"
+#include "layout/layout.h"
+#include "format/statistic_csv.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

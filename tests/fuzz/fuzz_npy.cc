@@ -3,8 +3,8 @@
 #include <cstdint>
 
 #include "opdump/error.h"
-#include "opdump/npy.h"
-#include "opdump/stats.h"
+#include "format/npy.h"
+#include "stats/stats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

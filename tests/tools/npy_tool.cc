@@ -5,7 +5,7 @@
 #include <string>
 
 #include "opdump/error.h"
-#include "opdump/npy.h"
+#include "format/npy.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) {

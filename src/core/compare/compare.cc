@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "matching.h"
-#include "opdump/compare.h"
+#include "compare/compare.h"
 #include "opdump/error.h"
-#include "opdump/statistic_csv.h"
+#include "format/statistic_csv.h"
 #include "origin.h"
 #include "util/thread_budget.h"
 

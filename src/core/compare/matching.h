@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "opdump/compare.h"
+#include "compare/compare.h"
 
 namespace opdump::detail {
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "metrics_kernels.h"
-#include "opdump/compare.h"
+#include "compare/compare.h"
 #include "util/thread_budget.h"
 #include "opdump/error.h"
 

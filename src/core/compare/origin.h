@@ -1,7 +1,7 @@
 // Internal to compare: where two runs part, from the rows' verdicts and the data flow the
 // execution order files record (docs/compare.md, "First divergence").
 #pragma once
-#include "opdump/compare.h"
+#include "compare/compare.h"
 
 namespace opdump::detail {
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "opdump/compare.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/atomic_file.h"
+#include "compare/compare.h"
+#include "format/statistic_csv.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "opdump/compare.h"
-#include "opdump/atomic_file.h"
+#include "compare/compare.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -1,8 +1,8 @@
 // compare_summary.json and the one-line texts of the first divergence shared by every report.
 #include <nlohmann/json.hpp>
 
-#include "opdump/compare.h"
-#include "opdump/atomic_file.h"
+#include "compare/compare.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "opdump/compare.h"
+#include "compare/compare.h"
 #include "opdump/error.h"
 
 namespace opdump {

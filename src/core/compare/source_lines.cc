@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "opdump/compare.h"
-#include "opdump/layout.h"
+#include "compare/compare.h"
+#include "layout/layout.h"
 
 namespace opdump {
 namespace {

@@ -1,7 +1,7 @@
 // The normalized config as text (for people) and JSON (for tools).
 #include <nlohmann/json.hpp>
 
-#include "opdump/config.h"
+#include "config/config.h"
 
 namespace opdump {
 

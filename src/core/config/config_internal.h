@@ -3,7 +3,7 @@
 #include <string>
 
 #include "json_fields.h"
-#include "opdump/config.h"
+#include "config/config.h"
 
 namespace opdump::config_detail {
 

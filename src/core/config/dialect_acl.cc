@@ -2,7 +2,7 @@
 // comparison guide, the CANN aclmdlSetDump reference), with the aclmdlSetDump reference's rules.
 #include "config_internal.h"
 #include "opdump/error.h"
-#include "opdump/kernel_filter.h"
+#include "select/kernel_filter.h"
 
 namespace opdump::config_detail {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "config_internal.h"
 #include "opdump/error.h"
-#include "opdump/log.h"
-#include "opdump/kernel_filter.h"
+#include "util/log.h"
+#include "select/kernel_filter.h"
 
 namespace opdump::config_detail {
 namespace {

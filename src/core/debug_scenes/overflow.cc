@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "opdump/debug_scenes.h"
+#include "debug_scenes/debug_scenes.h"
 #include "stats_kernels.h"
 #include "select/op_kinds.h"
 

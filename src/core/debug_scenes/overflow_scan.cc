@@ -1,10 +1,10 @@
 // The offline overflow scan: every tensor of a dump checked like the online overflow mode.
-#include "opdump/overflow_scan.h"
+#include "debug_scenes/overflow_scan.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "opdump/dump_index.h"
+#include "read/dump_index.h"
 #include "opdump/error.h"
 
 namespace opdump {

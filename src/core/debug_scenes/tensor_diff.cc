@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "opdump/compare.h"
-#include "opdump/debug_scenes.h"
+#include "compare/compare.h"
+#include "debug_scenes/debug_scenes.h"
 #include "opdump/error.h"
 
 namespace opdump {

@@ -1,5 +1,5 @@
 // The dump engine: selection, layout, and hand-off to the writer.
-#include "opdump/dumper.h"
+#include "dumper/dumper.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "opdump/error.h"
-#include "opdump/log.h"
-#include "opdump/npy.h"
-#include "opdump/ascend_bin.h"
+#include "util/log.h"
+#include "format/npy.h"
+#include "format/ascend_bin.h"
 
 namespace opdump {
 namespace {

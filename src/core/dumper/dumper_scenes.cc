@@ -2,8 +2,8 @@
 // watcher's checks (the CANN aclmdlSetDump reference dump_debug / dump_scene; MindSpore op_debug_mode 3 and 4).
 #include <nlohmann/json.hpp>
 
-#include "opdump/dumper.h"
-#include "opdump/log.h"
+#include "dumper/dumper.h"
+#include "util/log.h"
 
 namespace opdump {
 

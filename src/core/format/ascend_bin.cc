@@ -1,11 +1,11 @@
 // Ascend "bin" dump files: reader and writer.
-#include "opdump/ascend_bin.h"
+#include "format/ascend_bin.h"
 
 #include <cstring>
 
 #include "dump_data.pb.h"
 #include "opdump/error.h"
-#include "opdump/atomic_file.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -1,5 +1,5 @@
 // A small RFC 4180 reader and the quoting of cells that writers use.
-#include "opdump/csv.h"
+#include "format/csv.h"
 
 #include <cerrno>
 #include <fstream>

@@ -1,5 +1,5 @@
 // Device data formats (see docs/formats.md and the reference's ascend-bin-format.md).
-#include "opdump/device_format.h"
+#include "format/device_format.h"
 
 #include <cstring>
 

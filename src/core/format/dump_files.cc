@@ -1,10 +1,10 @@
-#include "opdump/dump_files.h"
+#include "format/dump_files.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "opdump/ascend_bin.h"
+#include "format/ascend_bin.h"
 #include "opdump/error.h"
 
 namespace fs = std::filesystem;

@@ -1,11 +1,11 @@
 // numpy .npy reader and writer.
-#include "opdump/npy.h"
+#include "format/npy.h"
 
 #include <cstring>
 #include <limits>
 
 #include "opdump/error.h"
-#include "opdump/atomic_file.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {

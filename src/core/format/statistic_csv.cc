@@ -1,5 +1,5 @@
 // statistic.csv as MindSpore writes it.
-#include "opdump/statistic_csv.h"
+#include "format/statistic_csv.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 
 #include "opdump/error.h"
-#include "opdump/atomic_file.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 

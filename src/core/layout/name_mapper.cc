@@ -7,9 +7,9 @@
 #include <cstdio>
 
 #include "opdump/error.h"
-#include "opdump/layout.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/atomic_file.h"
+#include "layout/layout.h"
+#include "format/statistic_csv.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 

@@ -10,7 +10,7 @@
 #include <xxhash.h>
 
 #include "opdump/error.h"
-#include "opdump/layout.h"
+#include "layout/layout.h"
 
 namespace opdump {
 namespace {

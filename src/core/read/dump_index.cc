@@ -1,6 +1,6 @@
 // Indexes a dump: every tensor of every npy/bin file and statistic.csv row, placed in its layout
 // (run, rank, iteration) and execution order.
-#include "opdump/dump_index.h"
+#include "read/dump_index.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,12 +12,12 @@
 #include <unordered_map>
 
 #include "execution_order.h"
-#include "opdump/ascend_bin.h"
-#include "opdump/dump_files.h"
+#include "format/ascend_bin.h"
+#include "format/dump_files.h"
 #include "opdump/error.h"
-#include "opdump/log.h"
-#include "opdump/npy.h"
-#include "opdump/statistic_csv.h"
+#include "util/log.h"
+#include "format/npy.h"
+#include "format/statistic_csv.h"
 
 namespace opdump {
 

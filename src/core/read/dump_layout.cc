@@ -2,7 +2,7 @@
 #include <string_view>
 #include <vector>
 
-#include "opdump/dump_index.h"
+#include "read/dump_index.h"
 
 namespace opdump {
 namespace {

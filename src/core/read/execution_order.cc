@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "opdump/error.h"
-#include "opdump/statistic_csv.h"
+#include "format/statistic_csv.h"
 
 namespace opdump {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "opdump/dump_index.h"
+#include "read/dump_index.h"
 
 namespace opdump {
 

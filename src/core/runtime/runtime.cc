@@ -1,5 +1,5 @@
 // The process-wide dump runtime.
-#include "opdump/runtime.h"
+#include "runtime/runtime.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 
 #include "opdump/error.h"
-#include "opdump/log.h"
+#include "util/log.h"
 
 namespace opdump {
 namespace {
@@ -78,8 +78,8 @@ void Runtime::set_dump_config(DumpConfig config) {
     publish_locked();
   }
   if (no_adapter)
-    log_warning(source + ": no framework adapter is installed, so no operator will be observed " +
-                "(PyTorch: import opdump, or call opdump::pt::install() first)");
+    log_warning(source + ": no framework adapter is installed, so only operators reported with dump_op() are "
+                "dumped (PyTorch: import opdump, or call opdump::pt::install() first)");
   update_activity();
   if (replaced) {
     replaced->stop_ops();  // ops in flight finish first; what they left with adapters is then complete

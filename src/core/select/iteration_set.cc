@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "opdump/error.h"
-#include "opdump/iteration_set.h"
+#include "select/iteration_set.h"
 
 namespace opdump {
 namespace {

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "opdump/error.h"
-#include "opdump/kernel_filter.h"
+#include "select/kernel_filter.h"
 
 namespace opdump {
 

@@ -1,5 +1,5 @@
 // Statistics: category names, the parallel driver over the kernels, and the csv cells.
-#include "opdump/stats.h"
+#include "stats/stats.h"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>

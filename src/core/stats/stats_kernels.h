@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "opdump/dtype.h"
+#include "util/dtype.h"
 
 namespace opdump::detail {
 

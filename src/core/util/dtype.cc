@@ -1,4 +1,4 @@
-#include "opdump/dtype.h"
+#include "util/dtype.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "opdump/log.h"
+#include "util/log.h"
 
 #include <atomic>
 #include <cstdio>

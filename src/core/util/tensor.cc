@@ -1,4 +1,4 @@
-#include "opdump/tensor.h"
+#include "util/tensor.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

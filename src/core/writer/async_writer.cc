@@ -2,8 +2,8 @@
 #include <exception>
 
 #include "opdump/error.h"
-#include "opdump/log.h"
-#include "opdump/async_writer.h"
+#include "util/log.h"
+#include "writer/async_writer.h"
 
 namespace opdump {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "opdump/error.h"
-#include "opdump/atomic_file.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <limits>
 
-#include "opdump/debug_scenes.h"
-#include "opdump/stats.h"
+#include "debug_scenes/debug_scenes.h"
+#include "stats/stats.h"
 
 using namespace opdump;
 using namespace opdump::pt::detail;

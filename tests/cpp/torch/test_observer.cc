@@ -10,10 +10,11 @@
 
 #include "../dumper_fixtures.h"
 #include "../test_util.h"
-#include "opdump/npy.h"
+#include "format/npy.h"
 #include "opdump/opdump.h"
-#include "opdump/statistic_csv.h"
+#include "format/statistic_csv.h"
 #include "opdump/torch.h"
+#include "runtime/runtime.h"
 
 using namespace opdump;
 

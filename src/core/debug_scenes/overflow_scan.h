@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "opdump/debug_scenes.h"
+#include "debug_scenes/debug_scenes.h"
 
 namespace opdump {
 

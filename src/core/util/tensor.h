@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "opdump/dtype.h"
+#include "util/dtype.h"
 
 namespace opdump {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "opdump/debug_scenes.h"
-#include "opdump/iteration_set.h"
-#include "opdump/stats.h"
+#include "debug_scenes/debug_scenes.h"
+#include "select/iteration_set.h"
+#include "stats/stats.h"
 
 namespace opdump {
 

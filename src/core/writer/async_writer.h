@@ -15,27 +15,15 @@
 #include <thread>
 #include <vector>
 
-#include "opdump/atomic_file.h"
-#include "opdump/tensor.h"
+#include "opdump/report.h"
+#include "writer/atomic_file.h"
+#include "util/tensor.h"
 
 namespace opdump {
 
 struct WriterOptions {
   unsigned threads = 2;
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
-};
-
-struct WriterReport {
-  uint64_t files_written = 0;
-  uint64_t bytes_written = 0;
-  uint64_t files_lost = 0;
-  uint64_t bytes_lost = 0;
-  uint64_t tasks_failed = 0;
-  std::string first_error;  // empty when nothing went wrong
-  // What was probably a mistake (nothing dumped, a model name that matched nothing, ...); each
-  // was also logged. They do not make the dump incomplete.
-  std::vector<std::string> warnings;
-  bool ok() const { return files_lost == 0 && tasks_failed == 0 && first_error.empty(); }
 };
 
 class AsyncWriter {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "opdump/tensor.h"
+#include "util/tensor.h"
 
 namespace opdump {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "opdump/tensor.h"
+#include "util/tensor.h"
 
 namespace opdump {
 

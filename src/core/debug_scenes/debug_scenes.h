@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "opdump/layout.h"
-#include "opdump/tensor.h"
+#include "layout/layout.h"
+#include "util/tensor.h"
 
 namespace opdump {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "opdump/dump_index.h"
-#include "opdump/layout.h"
-#include "opdump/stats.h"
-#include "opdump/tensor.h"
+#include "read/dump_index.h"
+#include "layout/layout.h"
+#include "stats/stats.h"
+#include "util/tensor.h"
 
 namespace opdump {
 

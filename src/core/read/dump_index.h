@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "opdump/layout.h"
-#include "opdump/stats.h"
-#include "opdump/tensor.h"
+#include "layout/layout.h"
+#include "stats/stats.h"
+#include "util/tensor.h"
 
 namespace opdump {
 

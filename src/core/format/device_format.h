@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "opdump/tensor.h"
+#include "util/tensor.h"
 
 namespace opdump {
 

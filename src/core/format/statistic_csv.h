@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "opdump/layout.h"
-#include "opdump/csv.h"
-#include "opdump/stats.h"
+#include "layout/layout.h"
+#include "format/csv.h"
+#include "stats/stats.h"
 
 namespace opdump {
 

@@ -15,12 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "opdump/config.h"
-#include "opdump/debug_scenes.h"
-#include "opdump/kernel_filter.h"
-#include "opdump/layout.h"
-#include "opdump/statistic_csv.h"
-#include "opdump/async_writer.h"
+#include "config/config.h"
+#include "debug_scenes/debug_scenes.h"
+#include "select/kernel_filter.h"
+#include "layout/layout.h"
+#include "format/statistic_csv.h"
+#include "writer/async_writer.h"
 
 namespace opdump {
 
@@ -47,13 +47,6 @@ struct DumpTensor {
   std::shared_ptr<const Buffer> owner;
   std::function<TensorStats()> precomputed;
   uint64_t pending_bytes = 0;  // memory `precomputed` holds until it runs (for the in-flight cap)
-};
-
-struct DumpCounters {
-  uint64_t ops = 0;
-  uint64_t tensors = 0;
-  uint64_t tensor_bytes = 0;
-  uint64_t stat_rows = 0;
 };
 
 class Dumper {

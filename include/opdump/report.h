@@ -1,0 +1,31 @@
+// What a dump did: the report finalize_dump() returns and the counters of a dump in progress.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace opdump {
+
+// Files and bytes the writer wrote or lost. Lost files are never half-written: they are absent.
+struct WriterReport {
+  uint64_t files_written = 0;
+  uint64_t bytes_written = 0;
+  uint64_t files_lost = 0;
+  uint64_t bytes_lost = 0;
+  uint64_t tasks_failed = 0;
+  std::string first_error;  // empty when nothing went wrong
+  // What was probably a mistake (nothing dumped, a model name that matched nothing, ...); each
+  // was also logged. They do not make the dump incomplete.
+  std::vector<std::string> warnings;
+  bool ok() const { return files_lost == 0 && tasks_failed == 0 && first_error.empty(); }
+};
+
+// Operators and tensors a dump has taken so far.
+struct DumpCounters {
+  uint64_t ops = 0;
+  uint64_t tensors = 0;
+  uint64_t tensor_bytes = 0;
+  uint64_t stat_rows = 0;
+};
+
+}  // namespace opdump

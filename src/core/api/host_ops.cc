@@ -1,0 +1,94 @@
+// dump_op(): operators reported by a runtime that has no adapter (an inference engine, a
+// custom framework, a C program). Named and selected the way the PyTorch adapter names and
+// selects its ops, so that the two dumps line up in compare.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "dumper/dumper.h"
+#include "identity/op_names.h"
+#include "layout/layout.h"
+#include "opdump/error.h"
+#include "opdump/opdump.h"
+#include "runtime/runtime.h"
+#include "util/tensor.h"
+
+namespace opdump {
+namespace {
+
+std::atomic<uint64_t> g_task_counter{0};
+
+// The calls of each op type per scope on this thread, counted afresh every iteration.
+struct ThreadCalls {
+  identity::CallIndex calls;
+  uint64_t iteration = UINT64_MAX;
+};
+
+// The tensors' views, checked before anything is named or written: a rejected call leaves no trace.
+std::vector<TensorView> views_of(const std::vector<HostTensor>& tensors, const char* io, const std::string& op_type) {
+  std::vector<TensorView> views;
+  for (size_t slot = 0; slot < tensors.size(); ++slot) {
+    const HostTensor& t = tensors[slot];
+    const auto where = [&] { return "dump_op: " + op_type + " " + io + " " + std::to_string(slot) + ": "; };
+    const std::optional<DType> dtype = dtype_from_name(t.dtype);
+    if (!dtype) throw Error(where() + "dtype \"" + t.dtype + "\" is not one opdump writes (numpy names: float32, bfloat16, int64, ...)");
+    for (int64_t d : t.shape)
+      if (d < 0) throw Error(where() + "shape " + shape_to_string(t.shape) + " has a negative dimension");
+    TensorView view{t.data, *dtype, t.shape};
+    if (view.nbytes() > 0 && !t.data) throw Error(where() + "data is null for " + std::to_string(view.nbytes()) + " bytes");
+    views.push_back(view);
+  }
+  return views;
+}
+
+// A copy the writer owns (the caller's memory is theirs again when dump_op returns).
+std::vector<DumpTensor> copies_of(const std::vector<TensorView>& views) {
+  std::vector<DumpTensor> out;
+  for (TensorView view : views) {
+    auto buffer = std::make_shared<HeapBuffer>(view.data, static_cast<size_t>(view.nbytes()));
+    view.data = buffer->data();
+    out.push_back(DumpTensor{view, buffer, nullptr});
+  }
+  return out;
+}
+
+}  // namespace
+
+void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
+  if (op_type.empty()) throw Error("dump_op: op_type is empty");
+  Runtime& runtime = Runtime::instance();
+  const std::shared_ptr<const RuntimeSnapshot> snapshot = runtime.snapshot();
+  Dumper* dumper = snapshot->dumper.get();
+  const uint64_t iteration = runtime.iteration();
+  if (!dumper || !dumper->iteration_selected(iteration)) return;
+  Dumper::OpLease lease = dumper->enter_op();
+  if (!lease) return;  // the dump is closing
+  const std::vector<TensorView> input_views = views_of(inputs, "input", op_type);
+  const std::vector<TensorView> output_views = views_of(outputs, "output", op_type);
+
+  thread_local ThreadCalls calls;
+  if (calls.iteration != iteration) {
+    calls.calls.clear();
+    calls.iteration = iteration;
+  }
+  const std::string& scope = scopes::path();
+  const std::string name = identity::op_name(scope, op_type, calls.calls.next(scope, op_type));
+  const std::string& model = scopes::current_model();
+  OpRecord record;
+  record.id = OpIdentity{op_type, name, g_task_counter.fetch_add(1), 0, now_microseconds()};
+  record.model_name = model;
+  if (!model.empty())
+    if (const ModelInfo* m = snapshot->find_model(model)) record.model_id = m->id;
+  record.iteration = iteration;
+  dumper->record_execution(record, {}, {});
+  const DumpConfig& config = dumper->config();
+  if (config.scene != Scene::Normal) return;
+  if (!model.empty() && config.model_dump_needs_reload() && !snapshot->model_enabled(model)) return;
+  if (!dumper->op_selected(model, name, op_type, scopes::marked())) return;
+  dumper->dump_op(record, config.dumps_inputs() ? copies_of(input_views) : std::vector<DumpTensor>{},
+                  config.dumps_outputs() ? copies_of(output_views) : std::vector<DumpTensor>{});
+}
+
+}  // namespace opdump
