@@ -15,6 +15,16 @@ namespace py = pybind11;
 
 namespace {
 
+// The counters of a dump: counters() returns them, finalize_dump() returns them with the writer's report.
+py::dict counters_dict(const opdump::DumpCounters& c) {
+  py::dict d;
+  d["ops"] = c.ops;
+  d["tensors"] = c.tensors;
+  d["tensor_bytes"] = c.tensor_bytes;
+  d["statistic_rows"] = c.stat_rows;
+  return d;
+}
+
 py::dict report_dict(const opdump::WriterReport& r, const opdump::DumpCounters& c) {
   py::dict d;
   d["files_written"] = r.files_written;
@@ -25,10 +35,7 @@ py::dict report_dict(const opdump::WriterReport& r, const opdump::DumpCounters& 
   d["first_error"] = r.first_error;
   d["warnings"] = r.warnings;
   d["ok"] = r.ok();
-  d["ops"] = c.ops;
-  d["tensors"] = c.tensors;
-  d["tensor_bytes"] = c.tensor_bytes;
-  d["statistic_rows"] = c.stat_rows;
+  for (auto item : counters_dict(c)) d[item.first] = item.second;
   return d;
 }
 
@@ -133,8 +140,7 @@ PYBIND11_MODULE(_opdump, m) {
   });
   m.def("counters", [&rt] {
     auto d = rt.dumper();
-    opdump::DumpCounters c = d ? d->counters() : opdump::DumpCounters{};
-    return py::make_tuple(c.ops, c.tensors, c.tensor_bytes, c.stat_rows);
+    return counters_dict(d ? d->counters() : opdump::DumpCounters{});
   });
   m.def("register_model", [&rt](const std::string& name) { return rt.register_model(name); });
   m.def("name_tensors", [&rt](std::vector<std::pair<uint64_t, std::string>> tensors) {
@@ -159,5 +165,6 @@ PYBIND11_MODULE(_opdump, m) {
   m.def("push_mark", &opdump::scopes::push_mark);
   m.def("pop_mark", &opdump::scopes::pop_mark);
   m.def("set_internal_folders", [](std::vector<std::string> folders) { internal_folders() = std::move(folders); });
+  m.def("version", [] { return opdump::version(); });
   m.def("check_config", [](const std::string& path) { return opdump::describe_config(opdump::load_config(path)); });
 }

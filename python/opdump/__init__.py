@@ -1,11 +1,13 @@
 """opdump: operator-level dump of PyTorch training and inference.
 
     import opdump
-    opdump.set_dump("acl.json")            # any dialect: acl.json, MindSpore, session options
-    model = opdump.register_model(model, "resnet")   # names ops by module path, selects by dump_list
-    opdump.hook_optimizer(optimizer)       # each optimizer.step() ends an iteration (or call opdump.step())
-    ...train...
-    opdump.finalize()                      # drains the writer; returns what was written and lost
+    opdump.register_model(model, "resnet")   # names ops by module path, selects by dump_list
+    opdump.hook_optimizer(optimizer)         # each optimizer.step() ends an iteration (or call opdump.step())
+    with opdump.dump("acl.json") as d:       # a path or a dict, in any dialect: acl.json, MindSpore, session options
+        ...train...
+    print(d.report)                          # what was written and lost
+
+or, without `with`: opdump.set_dump(config) ... opdump.finalize_dump().
 
 Setting OPDUMP_CONFIG (or MINDSPORE_DUMP_CONFIG) to a config file turns dumping on at import.
 """
@@ -18,8 +20,11 @@ import weakref
 from . import _opdump
 from ._opdump import ConfigError, OpdumpError  # noqa: F401
 
-__all__ = ["init", "init_dump", "set_dump", "finalize_dump", "finalize", "step", "iteration", "register_model",
-           "hook_optimizer", "dumping", "dump_root", "dumper", "ConfigError", "OpdumpError"]
+__all__ = ["init", "init_dump", "set_dump", "dump", "finalize_dump", "finalize", "step", "iteration", "counters",
+           "register_model", "ModelHandle", "hook_optimizer", "dumping", "dump_root", "dumper", "ConfigError",
+           "OpdumpError", "__version__"]
+
+__version__ = _opdump.version()
 
 
 def _detect_rank():
@@ -94,11 +99,34 @@ def _configuring(configure):
                           "are observed; finalize_dump() restores compilation", stacklevel=3)
 
 
-def init(config=None):
-    """the CANN aclmdlSetDump reference's init: once per process; `config` is a config file path or None."""
+def _apply_config(config, apply_path, what):
+    """Applies `config`: a path (str or os.PathLike) with `apply_path`, or a dict (the JSON of any dialect)."""
     rank, device = _detect_rank()
     _opdump.set_rank(rank, device)
-    _configuring(lambda: _opdump.init(os.fspath(config) if config else ""))
+    if isinstance(config, dict):
+        import json
+        try:
+            text = json.dumps(config)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{what}: the config dict is not JSON: {e}") from None
+        _configuring(lambda: _opdump.set_dump_text(text, f"{what}(dict)"))
+    elif isinstance(config, (str, bytes, os.PathLike)):
+        path = os.fsdecode(config)
+        _configuring(lambda: apply_path(path))
+    else:
+        raise TypeError(f"{what}: config must be a path or a dict, not {type(config).__name__}")
+
+
+def init(config=None):
+    """the CANN aclmdlSetDump reference's init: once per process; `config` is a config file path, a dict or None."""
+    if config is None or (isinstance(config, (str, bytes)) and not config):
+        rank, device = _detect_rank()
+        _opdump.set_rank(rank, device)
+        _configuring(lambda: _opdump.init(""))
+        return
+    if isinstance(config, dict):
+        _configuring(lambda: _opdump.init(""))
+    _apply_config(config, _opdump.init, "init")
 
 
 def init_dump():
@@ -106,16 +134,40 @@ def init_dump():
 
 
 def set_dump(target, enabled=True):
-    """set_dump(path): load a dump config (replaces any earlier one).
+    """set_dump(path or dict): load a dump config (replaces any earlier one); a dict is the config's JSON
+    in any dialect ({"dump": {...}}, {"common_dump_settings": {...}}, ...).
 
     set_dump(module, enabled=True): MindSpore's set_dump, for dump_mode 2: only ops run inside
     marked modules are dumped."""
     if hasattr(target, "register_forward_pre_hook"):
         _mark_module(target, enabled)
         return
-    rank, device = _detect_rank()
-    _opdump.set_rank(rank, device)
-    _configuring(lambda: _opdump.set_dump(os.fspath(target)))
+    _apply_config(target, _opdump.set_dump, "set_dump")
+
+
+class dump:
+    """One dump session as a `with` block: the config (a path or a dict) applies inside it, and the dump is
+    finalized when the block ends, even by an exception.
+
+        with opdump.dump({"dump": {"dump_path": "out", "dump_list": [{"model_name": "net"}]}}) as d:
+            train_one_step()
+        d.root    # where it dumped
+        d.report  # finalize_dump()'s dict: files_written, bytes_written, files_lost, ..., ok
+    """
+
+    def __init__(self, config):
+        self.config = config
+        self.root = None
+        self.report = None
+
+    def __enter__(self):
+        set_dump(self.config)
+        self.root = dump_root()
+        return self
+
+    def __exit__(self, *exc):
+        self.report = finalize_dump()
+        return False
 
 
 def finalize_dump():
@@ -140,6 +192,12 @@ def step():
 
 def iteration():
     return _opdump.iteration()
+
+
+def counters():
+    """What the current dump has taken so far: a dict with the keys of finalize_dump()'s counters
+    (ops, tensors, tensor_bytes, statistic_rows)."""
+    return _opdump.counters()
 
 
 def dumping():
@@ -231,27 +289,105 @@ def _tensor_names(module, model_name):
     return send
 
 
+class ModelHandle:
+    """What register_model returns: remove() takes the model's hooks off (its ops are then named and
+    selected like any unregistered code); as a `with` block, the model is registered inside it."""
+
+    def __init__(self, module, name, removers):
+        self.module = module
+        self.name = name
+        self._removers = removers
+
+    def remove(self):
+        removers, self._removers = self._removers, []
+        for remove in removers:
+            remove()
+
+    @property
+    def registered(self):
+        return bool(self._removers)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    def __repr__(self):
+        state = "registered" if self.registered else "removed"
+        return f"<opdump.ModelHandle {self.name!r} ({type(self.module).__name__}, {state})>"
+
+
+def _is_script_module(module):
+    try:
+        import torch
+    except ImportError:
+        return False
+    return isinstance(module, torch.jit.ScriptModule)
+
+
+def _register_script_module(module, name):
+    """TorchScript modules take no forward hooks: forward runs inside the model's scope, and the
+    interpreter's module hierarchy names the submodules (as the C++ opdump::pt::ScriptModel does)."""
+    class_name = getattr(module, "original_name", type(module).__name__)
+    scripted_forward = module.forward
+    send_names = _tensor_names(module, name)
+
+    def forward(*args, **kwargs):
+        send_names()
+        depth = _opdump.scope_depth()
+        _opdump.enter_model(name)
+        _opdump.push_scope(f"{name}-{class_name}", name)
+        try:
+            return scripted_forward(*args, **kwargs)
+        finally:
+            _opdump.truncate_scope(depth)
+            _opdump.exit_model()
+
+    module.__dict__["forward"] = forward  # the instance's forward: nn.Module.__call__ runs it
+
+    def remove():
+        if module.__dict__.get("forward") is forward:
+            del module.__dict__["forward"]
+    return [remove]
+
+
 def register_model(module, name):
-    """Registers `module` as model `name`: its ops are named by module path
-    (Default/{name}-{Class}/{attr}-{Class}/.../{op}-op{n}) and selected by dump_list model_name/layer.
-    Returns the module."""
+    """Registers `module` (an nn.Module, or a TorchScript module from torch.jit.script/trace/load) as model
+    `name`: its ops are named by module path (Default/{name}-{Class}/{attr}-{Class}/.../{op}-op{n}) and
+    selected by dump_list model_name/layer. Returns a ModelHandle; handle.remove() unregisters it.
+    Registering a module again replaces its earlier registration."""
+    if not hasattr(module, "named_modules"):
+        raise TypeError(f"register_model: expected a torch.nn.Module or TorchScript module, not {type(module).__name__}")
     name = _text(name)
+    if not name:
+        raise ValueError("register_model: the model name is empty")
+    previous = module.__dict__.get("_opdump_handle")
+    if previous is not None:
+        previous.remove()
     _opdump.register_model(name)
-    handles = [module.register_forward_pre_hook(_tensor_names(module, name))]
-    handles += _scope_hooks(module, [(f"{name}-{type(module).__name__}", name)], model_name=name)
-    modules = dict(module.named_modules())
-    for attr, sub in modules.items():
-        if sub is module or _never_called(sub):
-            continue
-        parent, _, leaf = attr.rpartition(".")
-        elements = [(f"{leaf}-{type(sub).__name__}", leaf)]
-        while parent and _never_called(modules[parent]):
-            grandparent, _, parent_leaf = parent.rpartition(".")
-            elements.insert(0, (f"{parent_leaf}-{type(modules[parent]).__name__}", parent_leaf))
-            parent = grandparent
-        handles += _scope_hooks(sub, elements)
-    module.__dict__["_opdump_handles"] = handles
-    return module
+    if _is_script_module(module):
+        removers = _register_script_module(module, name)
+    else:
+        handles = [module.register_forward_pre_hook(_tensor_names(module, name))]
+        handles += _scope_hooks(module, [(f"{name}-{type(module).__name__}", name)], model_name=name)
+        modules = dict(module.named_modules())
+        for attr, sub in modules.items():
+            if sub is module or _never_called(sub):
+                continue
+            parent, _, leaf = attr.rpartition(".")
+            elements = [(f"{leaf}-{type(sub).__name__}", leaf)]
+            while parent and _never_called(modules[parent]):
+                grandparent, _, parent_leaf = parent.rpartition(".")
+                elements.insert(0, (f"{parent_leaf}-{type(modules[parent]).__name__}", parent_leaf))
+                parent = grandparent
+            handles += _scope_hooks(sub, elements)
+        removers = [h.remove for h in handles]
+    handle = ModelHandle(module, name, removers)
+    removers.append(lambda: module.__dict__.pop("_opdump_handle", None))
+    module.__dict__["_opdump_handle"] = handle
+    return handle
 
 
 def _mark_module(module, enabled):

@@ -82,13 +82,13 @@ def main():
         x = x.to(args.device)
         if args.context:
             if args.register:
-                model = opdump.register_model(model, "net")
+                model = opdump.register_model(model, "net").module
             with opdump.dumper(check_overflow=True, dump_path=args.context) as d:
                 model(x).sum().backward()
             out.update(root_cause=d.root_cause, overflows=d.overflows, root=d.root)
         else:
             opdump.set_dump(args.config)
-            model = opdump.register_model(model, "net")
+            model = opdump.register_model(model, "net").module
             model(x).sum().backward()
             out["root"] = opdump.dump_root()
             out["report"] = opdump.finalize_dump()
@@ -101,7 +101,7 @@ def main():
         except Exception as e:  # noqa: BLE001 - the test compares whatever it is
             expected = (type(e).__name__, str(e))
         opdump.set_dump(args.config)
-        model = opdump.register_model(model, "net")
+        model = opdump.register_model(model, "net").module
         try:
             model(x)
             got = None
@@ -111,14 +111,14 @@ def main():
 
     elif args.scene == "watcher":
         opdump.set_dump(args.config)
-        model = opdump.register_model(PlantedOverwrite(), "net")
+        model = opdump.register_model(PlantedOverwrite(), "net").module
         with torch.no_grad():
             model(x)
         out.update(root=opdump.dump_root(), report=opdump.finalize_dump())
 
     elif args.scene == "sample":
         opdump.set_dump(args.config)
-        model = opdump.register_model(nn.Linear(8, 64), "net")
+        model = opdump.register_model(nn.Linear(8, 64), "net").module
         with torch.no_grad():
             y = model(x)
         out.update(output=y.flatten().tolist(), root=opdump.dump_root(), report=opdump.finalize_dump())
@@ -127,7 +127,7 @@ def main():
         opdump.set_dump(args.config)
         a = torch.randn(3, 3)
         torch.matmul(a, a)  # outside any model: the CANN offline-model dump guide's single-operator layout
-        model = opdump.register_model(nn.Linear(3, 2), "net")
+        model = opdump.register_model(nn.Linear(3, 2), "net").module
         with torch.no_grad():
             model(a)
         out.update(root=opdump.dump_root(), report=opdump.finalize_dump())

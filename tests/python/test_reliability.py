@@ -76,7 +76,7 @@ def test_kill_9_leaves_only_complete_files(tmp_path, run):
         code = ("import torch, opdump, sys\n"
                 f"opdump.set_dump({str(cfg)!r})\n"
                 "m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),"
-                " torch.nn.Linear(256, 256)), 'net')\n"
+                " torch.nn.Linear(256, 256)), 'net').module\n"
                 "x = torch.randn(64, 256)\n"
                 "print('ready', flush=True)\n"
                 "while True:\n  m(x).sum().backward(); opdump.step()\n")
@@ -128,7 +128,7 @@ def test_hostile_model_and_module_names_stay_inside_the_dump_root(tmp_path):
             "  def forward(self, x):\n"
             "    for m in self.children(): x = m(x)\n"
             "    return x\n"
-            "m = opdump.register_model(M(), '../../../../tmp/evil\\x00' + '\\u00e9' * 300)\n"
+            "m = opdump.register_model(M(), '../../../../tmp/evil\\x00' + '\\u00e9' * 300).module\n"
             "with torch.no_grad(): m(torch.randn(2, 4))\n"
             "r = opdump.finalize_dump()\n"
             "print('OK', r['ok'], r['files_written'])\n")

@@ -100,7 +100,7 @@ def test_backward_keeps_forward_names_under_bf16_autocast(workload, tmp_path):
 def test_deep_models_need_no_generated_names(tmp_path):
     code = ("import torch, torchvision, opdump, json, sys\n"
             "opdump.set_dump(sys.argv[1])\n"
-            "m = opdump.register_model(torchvision.models.mobilenet_v2(num_classes=10), 'mobilenet')\n"
+            "m = opdump.register_model(torchvision.models.mobilenet_v2(num_classes=10), 'mobilenet').module\n"
             "m(torch.randn(2, 3, 32, 32)).sum().backward()\n"
             "print(json.dumps(opdump.finalize_dump()))\n")
     proc = run_script(code, config_file(tmp_path, ms_config(tmp_path / "d", iteration="0")))
@@ -116,7 +116,7 @@ def test_generated_names_are_stable_and_every_reader_resolves_them(run, tmp_path
     code = ("import torch, opdump, sys\n"
             "torch.manual_seed(0)\n"
             "opdump.set_dump(sys.argv[1])\n"
-            f"m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), {model!r})\n"
+            f"m = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), {model!r}).module\n"
             "m(torch.randn(2, 4)).sum().backward()\n"
             "opdump.finalize_dump()\n")
     generated = []
@@ -416,7 +416,7 @@ def test_dump_folder_removed_mid_run_training_goes_on(tmp_path):
     cfg.write_text(json.dumps(ms_config(tmp_path / "gone")))
     code = ("import os, torch, opdump\n"
             f"opdump.set_dump({str(cfg)!r})\n"
-            "m = opdump.register_model(torch.nn.Linear(64, 64), 'net')\n"
+            "m = opdump.register_model(torch.nn.Linear(64, 64), 'net').module\n"
             "x = torch.randn(8, 64)\n"
             "m(x).sum().backward(); opdump.step()\n"
             f"os.rename({str(tmp_path / 'gone')!r}, {str(tmp_path / 'moved')!r})\n"  # gone, atomically
@@ -462,7 +462,7 @@ def test_support_device_filters_ranks(tmp_path):
     cfg.write_text(json.dumps(ms_config(tmp_path / "sd", common={"support_device": [0]})))
     code = ("import torch, opdump\n"
             f"opdump.set_dump({str(cfg)!r})\n"
-            "m = opdump.register_model(torch.nn.Linear(4, 4), 'net')\n"
+            "m = opdump.register_model(torch.nn.Linear(4, 4), 'net').module\n"
             "m(torch.ones(2, 4)).sum().backward()\n"
             "print(opdump.finalize_dump()['ops'])\n")
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), RANK="1", LOCAL_RANK="1")
@@ -474,7 +474,7 @@ def test_support_device_filters_ranks(tmp_path):
 def test_cuda_statistics_on_device(workload, tmp_path):
     code = ("import torch, opdump, json\n"
             f"opdump.set_dump({str(tmp_path / 'c.json')!r})\n"
-            "m = opdump.register_model(torch.nn.Linear(256, 256).cuda(), 'net')\n"
+            "m = opdump.register_model(torch.nn.Linear(256, 256).cuda(), 'net').module\n"
             "x = torch.randn(64, 256, device='cuda')\n"
             "m(x).sum().backward(); torch.cuda.synchronize()\n"
             "print(json.dumps(opdump.finalize_dump()))\n")
@@ -494,7 +494,7 @@ def test_dataloader_workers_and_autograd_threads_are_safe(tmp_path):
             "    def __len__(self): return 16\n"
             "    def __getitem__(self, i): return torch.randn(8) * 2 + 1, torch.tensor(i % 3)\n"
             f"opdump.set_dump({str(cfg)!r})\n"
-            "m = opdump.register_model(torch.nn.Linear(8, 3), 'net')\n"
+            "m = opdump.register_model(torch.nn.Linear(8, 3), 'net').module\n"
             "opt = opdump.hook_optimizer(torch.optim.SGD(m.parameters(), lr=0.1))\n"
             "for x, y in DataLoader(D(), batch_size=4, num_workers=2):\n"
             "    opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()\n"
@@ -580,7 +580,7 @@ def test_torch2_foreach_optimizer_and_fused_attention_are_dumped(tmp_path):
             "    def forward(self, x):\n"
             "        q, k, v = self.qkv(x).view(2, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)\n"
             "        return torch.nn.functional.scaled_dot_product_attention(q, k, v).sum()\n"
-            "m = opdump.register_model(Attention(), 'net')\n"
+            "m = opdump.register_model(Attention(), 'net').module\n"
             "opt = opdump.hook_optimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, foreach=True))\n"
             "opdump.set_dump(sys.argv[1])\n"
             "m(torch.randn(2, 5, 16)).backward(); opt.step()\n"

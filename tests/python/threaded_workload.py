@@ -28,7 +28,7 @@ def run(dump_dir, mode, iteration):
                "e2e_dump_settings": {"enable": True}}, open(cfg_path, "w"))
     opdump.set_dump(cfg_path)
     model = opdump.register_model(torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(inplace=True),
-                                                      torch.nn.Linear(32, 4)), "net")
+                                                      torch.nn.Linear(32, 4)), "net").module
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def work():

@@ -460,6 +460,8 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   statistics_->close_all();
   closed_.store(true, std::memory_order_release);
   final_report_ = writer_->report();
+  final_report_.files_written += statistics_->files_written();  // statistic.csv files are appended in place
+  final_report_.bytes_written += statistics_->bytes_written();
   auto& warnings = final_report_.warnings;
   for (const auto& e : kernels_.unmatched_entries())
     warnings.push_back("common_dump_settings.kernels entry \"" + e + "\" matched no operator");

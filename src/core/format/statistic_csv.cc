@@ -65,19 +65,26 @@ void StatisticCsvWriter::append_rows(const std::string& dir, const std::vector<S
   std::lock_guard<std::mutex> lock(f.mutex);
   if (f.fd >= 0) {
     append_whole(f.fd, f.path, text);
+    bytes_written_.fetch_add(text.size(), std::memory_order_relaxed);
     return;
   }
   // A new statistic.csv appears with its header and first rows at once: a writer killed at any
   // moment leaves no empty or header-less file.
-  const bool created = create_file_whole(f.path, statistic_csv_header(categories_), text);
+  const std::string header = statistic_csv_header(categories_);
+  const bool created = create_file_whole(f.path, header, text);
   f.fd = ::open(f.path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (f.fd < 0) throw IoError(f.path, "cannot open", errno);
-  if (created) return;
+  files_written_.fetch_add(1, std::memory_order_relaxed);
+  if (created) {
+    bytes_written_.fetch_add(header.size() + text.size(), std::memory_order_relaxed);
+    return;
+  }
   // The file was there already (an earlier run into the same folder): append to it, after a
   // header if it is empty.
   struct stat st;
-  if (::fstat(f.fd, &st) == 0 && st.st_size == 0) text.insert(0, statistic_csv_header(categories_));
+  if (::fstat(f.fd, &st) == 0 && st.st_size == 0) text.insert(0, header);
   append_whole(f.fd, f.path, text);
+  bytes_written_.fetch_add(text.size(), std::memory_order_relaxed);
 }
 
 void StatisticCsvWriter::close_all() {

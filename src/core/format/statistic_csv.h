@@ -2,6 +2,7 @@
 // column per chosen statistic category. Rows are appended with one write() each under a lock,
 // so a crash or a full disk never leaves a torn row behind.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,9 @@ class StatisticCsvWriter {
   // Several whole rows in one write() (all or none of them land).
   void append_rows(const std::string& dir, const std::vector<StatisticRow>& rows);
   void close_all();
+  // statistic.csv files written and the bytes appended to them (for the dump's report).
+  uint64_t files_written() const { return files_written_.load(std::memory_order_relaxed); }
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
 
  private:
   struct File;
@@ -46,6 +50,7 @@ class StatisticCsvWriter {
   std::vector<StatCategory> categories_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<File>> files_;
+  std::atomic<uint64_t> files_written_{0}, bytes_written_{0};
 };
 
 }  // namespace opdump
