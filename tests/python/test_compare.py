@@ -2,6 +2,7 @@
 matching (names, execution order, mapping files), verdicts and the first divergence."""
 import csv
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -290,11 +291,49 @@ def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
     assert "Uncaught" not in dom.stderr and ":CONSOLE" not in dom.stderr, dom.stderr[-2000:]
     assert '<svg id="chart"' in dom.stdout and 'id="first-divergence"' in dom.stdout
     assert "bn1-BatchNorm2d/batch_norm" in dom.stdout
-    shot = subprocess.run(flags + ["--window-size=1200,900", f"--screenshot={tmp_path / 'report.png'}", page],
+    shot = subprocess.run(flags + ["--window-size=1400,900", f"--screenshot={tmp_path / 'report.png'}", page],
                           capture_output=True, text=True, timeout=120)
     assert shot.returncode == 0
     png = (tmp_path / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000  # a chart, not a blank page
+
+    # Laid out at 1400x900: measured in the browser, by a script added to a copy of the page.
+    measured = tmp_path / "measured.html"
+    measured.write_text((tmp_path / "out" / "compare_report.html").read_text().replace("</body>", MEASURE + "</body>"))
+    dom = subprocess.run(flags + ["--window-size=1400,900", "--dump-dom", measured.as_uri()], capture_output=True,
+                         text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = json.loads(re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    assert m["width"] == 1400
+    assert m["scrollWidth"] <= m["width"], m  # no horizontal scrolling
+    for column in ("result", "cosine", "rel euclidean", "reason"):
+        assert 0 < m["columns"][column] <= m["width"], (column, m)
+    assert m["legend"] >= 4  # line, error, warning, first divergence explained
+    assert m["link"] == "#first-row" and m["firstRow"]["present"]
+    assert m["firstRow"]["background"] not in (m["errorRowBackground"], "rgba(0, 0, 0, 0)"), m
+    assert m["firstRow"]["fontWeight"] in ("700", "bold")
+
+
+# Added to the report's copy: the layout as the browser computed it, as JSON in <pre id="measure">.
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const ths = [...document.querySelectorAll('#rows th')];
+  const columns = {};
+  for (const th of ths) columns[th.textContent] = th.getBoundingClientRect().right;
+  const first = document.getElementById('first-row');
+  const error = document.querySelector('#rows tr.error:not(#first-row)');
+  const link = document.getElementById('first-link');
+  const out = {width: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, columns,
+    legend: document.querySelectorAll('#legend span').length, link: link ? link.getAttribute('href') : null,
+    firstRow: {present: !!first, background: first ? getComputedStyle(first.cells[0]).backgroundColor : null,
+               fontWeight: first ? getComputedStyle(first.cells[0]).fontWeight : null},
+    errorRowBackground: error ? getComputedStyle(error.cells[0]).backgroundColor : null};
+  const pre = document.createElement('pre');
+  pre.id = 'measure';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
 
 
 def test_kernel_names_of_another_device_are_aligned(workload, run, tmp_path):

@@ -334,16 +334,28 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     }
   }
 
-  // Histograms of |x - y| for the worst rows (one more pass over those tensors only).
-  std::vector<size_t> worst;
-  for (size_t i = 0; i < result.rows.size(); ++i)
-    if (result.rows[i].compared && !result.rows[i].statistics_only && result.rows[i].metrics.rel_euclidean > 0)
-      worst.push_back(i);
-  std::sort(worst.begin(), worst.end(), [&](size_t a, size_t b) {
-    return result.rows[a].metrics.rel_euclidean > result.rows[b].metrics.rel_euclidean;
-  });
-  if (worst.size() > options.histograms) worst.resize(options.histograms);
-  for (size_t i : worst) {
+  detail::find_first_divergence(result);
+
+  // Histograms of |x - y| (one more pass over those tensors only) for the rows a reader looks at
+  // first: from the first divergence on, in execution order. The largest errors alone would be
+  // the optimizer's (tiny updates of tiny numbers), long after the cause.
+  std::vector<size_t> shown;
+  const size_t from = result.first_divergence.found ? result.first_divergence.op.row : 0;
+  for (size_t i = 0; i < result.rows.size() && shown.size() < options.histograms; ++i) {
+    const CompareRow& r = result.rows[i];
+    if (r.index >= from && r.compared && !r.statistics_only && r.verdict != Verdict::Pass && r.metrics.rel_euclidean > 0)
+      shown.push_back(i);
+  }
+  if (shown.empty()) {  // nothing failed: the largest differences
+    for (size_t i = 0; i < result.rows.size(); ++i)
+      if (result.rows[i].compared && !result.rows[i].statistics_only && result.rows[i].metrics.rel_euclidean > 0)
+        shown.push_back(i);
+    std::sort(shown.begin(), shown.end(), [&](size_t a, size_t b) {
+      return result.rows[a].metrics.rel_euclidean > result.rows[b].metrics.rel_euclidean;
+    });
+    if (shown.size() > options.histograms) shown.resize(options.histograms);
+  }
+  for (size_t i : shown) {
     CompareRow& r = result.rows[i];
     try {
       r.abs_err_histogram = abs_error_histogram(load_entry(*r.target), load_entry(*r.reference));
@@ -351,8 +363,6 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
       // the row keeps its metrics; only the histogram is missing
     }
   }
-
-  detail::find_first_divergence(result);
   return result;
 }
 

@@ -90,7 +90,7 @@ struct CompareRow {
   double stat_rel[kStatCount] = {0, 0, 0, 0};
   Verdict verdict = Verdict::NotCompared;
   std::string reason;  // why not compared, or what failed
-  // For the worst rows only (the HTML report's histograms): counts of |x - y| per decade,
+  // For the first failing rows only (the HTML report's histograms): counts of |x - y| per decade,
   // bin 0 = exactly 0, bin k = [1e(k-14), 1e(k-13)) for k = 1..25, bin 26 = larger.
   std::vector<uint64_t> abs_err_histogram;
 
@@ -132,7 +132,7 @@ struct CompareOptions {
   MetricsOptions metrics;
   Thresholds thresholds;
   bool align_unmatched = true;  // order/type alignment for names that differ
-  size_t histograms = 5;         // rows with the largest relative error that get a histogram
+  size_t histograms = 5;         // rows that get a histogram: the first failing ones from the first divergence on
   // Target name -> reference name rules: exact names or name-regex(...) with \1 substitutions.
   std::vector<std::pair<std::string, std::string>> mapping;
   unsigned threads = 0;

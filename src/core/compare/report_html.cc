@@ -107,17 +107,36 @@ std::string histograms(const CompareResult& result) {
            std::string(to_string(r.target->io)) + "." + std::to_string(r.target->slot) + " (relative euclidean " +
            num(r.metrics.rel_euclidean) + ")</p>" + svg + "</div>";
   }
-  return out.empty() ? out : "<h2>|x - y| per decade, worst rows</h2>" + out;
+  return out.empty() ? out : "<h2>|x - y| per decade, from the first divergence on</h2>" + out;
+}
+
+// The chart's colours, explained beside it.
+std::string legend() {
+  return "<p id=\"legend\" class=\"legend\">"
+         "<span><svg width=\"24\" height=\"10\"><line x1=\"0\" x2=\"24\" y1=\"5\" y2=\"5\" stroke=\"#3366cc\" "
+         "stroke-width=\"2\"/></svg> error of each tensor (relative euclidean distance; statistics: worst relative "
+         "difference)</span>"
+         "<span><svg width=\"10\" height=\"10\"><circle cx=\"5\" cy=\"5\" r=\"4\" fill=\"#d62728\"/></svg> error</span>"
+         "<span><svg width=\"10\" height=\"10\"><circle cx=\"5\" cy=\"5\" r=\"4\" fill=\"#e6a700\"/></svg> warning</span>"
+         "<span><svg width=\"24\" height=\"10\"><line x1=\"0\" x2=\"24\" y1=\"5\" y2=\"5\" stroke=\"#d62728\" "
+         "stroke-dasharray=\"4 3\" stroke-width=\"2\"/></svg> first divergence</span></p>";
 }
 
 }  // namespace
 
 void write_compare_html(const CompareResult& result, const std::string& path, const std::string& title) {
-  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>" + escape(title) +
-                     "</title><style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse;"
-                     "font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}th{cursor:pointer;background:#f3f3f3}"
-                     "tr.error td{background:#fbdada}tr.warning td{background:#fff3c4}.num{text-align:right}"
-                     "#first-row td{outline:2px solid #d62728}#first{border-left:4px solid #d62728;padding-left:8px}"
+  // Laid out for 1400 px and up without horizontal scrolling: a fixed table whose long names wrap,
+  // the verdict and the metrics left of the names' overflow, the reference name only where it differs.
+  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+                     "content=\"width=device-width\"><title>" + escape(title) +
+                     "</title><style>body{font-family:sans-serif;margin:16px}"
+                     "table{border-collapse:collapse;font-size:12px;width:100%;table-layout:fixed}"
+                     "td,th{border:1px solid #ccc;padding:2px 4px;overflow-wrap:anywhere;vertical-align:top}"
+                     "th{cursor:pointer;background:#f3f3f3;position:sticky;top:0}"
+                     "tr.error td{background:#fbdada}tr.warning td{background:#fff3c4}.num{text-align:right;white-space:nowrap;overflow-wrap:normal}"
+                     ".same{color:#888}#first-row td{background:#f4a6a6;font-weight:bold;border-top:2px solid #d62728;"
+                     "border-bottom:2px solid #d62728}#first{border-left:4px solid #d62728;padding-left:8px}"
+                     ".legend span{margin-right:18px;font-size:12px;white-space:nowrap}svg#chart{max-width:100%;height:auto}"
                      "</style></head><body>";
   html += "<h1>" + escape(title) + "</h1>";
   html += fmt::format("<p id=\"summary\">{} rows: {} pass, {} warning, {} error, {} not compared; {} unmatched, {} "
@@ -126,7 +145,8 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
                       result.unmatched, result.aligned);
   const auto& f = result.first_divergence;
   if (f.found) {
-    html += "<div id=\"first\"><p><b>First divergence</b>: " + escape(divergence_headline(f)) + "</p><p>" +
+    html += "<div id=\"first\"><p><b>First divergence</b>: " + escape(divergence_headline(f)) +
+            fmt::format(" (<a id=\"first-link\" href=\"#first-row\">row {}</a>)", f.op.row) + "</p><p>" +
             escape(f.cause) + "</p>";
     if (!f.source.empty()) html += "<p>called from <code>" + escape(f.source) + "</code></p>";
     if (!f.reaches.empty()) {
@@ -140,25 +160,33 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
   }
   for (const auto& note : result.notes) html += "<p class=\"note\">" + escape(note) + "</p>";
   html += chart(result);
+  html += legend();
   html += histograms(result);
   html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";
-  html += "<table id=\"rows\"><thead><tr><th>#</th><th>group</th><th>op type</th><th>target</th><th>reference</th>"
-          "<th>tensor</th><th>shape</th><th>match</th><th>cosine</th><th>max abs err</th><th>max rel err</th>"
-          "<th>rel euclidean</th><th>result</th><th>reason</th></tr></thead><tbody>";
+  // Widths in em for the short columns; the names and the reason share what is left.
+  html += "<table id=\"rows\"><colgroup><col style=\"width:4em\"><col style=\"width:3.5em\"><col style=\"width:3.5em\">"
+          "<col style=\"width:5.5em\"><col style=\"width:7em\"><col><col style=\"width:12%\"><col style=\"width:5.5em\">"
+          "<col style=\"width:7em\"><col style=\"width:6.5em\"><col style=\"width:6.5em\"><col style=\"width:6.5em\">"
+          "<col style=\"width:6.5em\"><col style=\"width:12%\"><col style=\"width:5em\"></colgroup>"
+          "<thead><tr><th>#</th><th>rank</th><th>iter</th><th>result</th><th>op type</th><th>target</th>"
+          "<th>reference</th><th>tensor</th><th>shape</th><th>cosine</th><th>max abs err</th><th>max rel err</th>"
+          "<th>rel euclidean</th><th>reason</th><th>match</th></tr></thead><tbody>";
   for (const auto& r : result.rows) {
     const DumpEntry* e = r.target ? r.target : r.reference;
     const bool m = r.compared && !r.statistics_only;
+    const bool same_name = r.target && r.reference && r.target->op_name == r.reference->op_name;
     html += fmt::format(
         "<tr class=\"{}\"{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}.{}</td>"
-        "<td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+        "<td>{}</td><td>{}</td><td{}>{}</td><td>{}.{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td>{}</td><td>{}</td></tr>",
         to_string(r.verdict), f.found && f.op.row == r.index ? " id=\"first-row\"" : "", r.index, e->rank(),
-        e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string(), escape(e->op_type), escape(r.target ? r.target->op_name : ""),
-        escape(r.reference ? r.reference->op_name : ""), to_string(e->io), e->slot, shape_to_string(e->shape),
-        !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name",
-        m ? num(r.metrics.cosine) : "", m ? num(r.metrics.max_abs_err) : "", m ? num(r.metrics.max_rel_err) : "",
-        r.compared ? num(row_error(r)) : "", to_string(r.verdict), escape(r.reason));
+        e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string(), to_string(r.verdict),
+        escape(e->op_type), escape(r.target ? r.target->op_name : ""), same_name ? " class=\"same\"" : "",
+        same_name ? std::string("= target") : escape(r.reference ? r.reference->op_name : ""), to_string(e->io),
+        e->slot, shape_to_string(e->shape), m ? num(r.metrics.cosine) : "", m ? num(r.metrics.max_abs_err) : "",
+        m ? num(r.metrics.max_rel_err) : "", r.compared ? num(row_error(r)) : "", escape(r.reason),
+        !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name");
   }
   html += "</tbody></table><script>"
           "const tb=document.querySelector('#rows tbody');"
