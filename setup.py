@@ -1,8 +1,9 @@
 """Builds the opdump wheel with CMake: the libraries, the native module and the CLI go inside the
 package (opdump/lib, opdump/bin), found relative to it, so the package works from any site-packages.
 
-Environment: OPDUMP_CMAKE_ARGS adds CMake arguments; OPDUMP_PIP_BUILD_DIR is the CMake build folder
-(default build-pip/cmake, reused between installs); CMAKE_BUILD_PARALLEL_LEVEL the jobs."""
+Environment: OPDUMP_CMAKE_ARGS adds CMake arguments; OPDUMP_PIP_BUILD_DIR is where the build goes
+(default build-pip/ in the checkout, reused between installs: CMake in cmake/, the staged install in
+stage/, setuptools in setuptools/); CMAKE_BUILD_PARALLEL_LEVEL the jobs."""
 import os
 import re
 import shlex
@@ -15,6 +16,7 @@ from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.abspath(os.environ.get("OPDUMP_PIP_BUILD_DIR") or os.path.join(ROOT, "build-pip"))
 
 
 def project_version():
@@ -34,8 +36,8 @@ def torch_cmake_prefix():
 class BuildWithCMake(build_py):
     def run(self):
         super().run()
-        build_dir = os.environ.get("OPDUMP_PIP_BUILD_DIR") or os.path.join(ROOT, "build-pip", "cmake")
-        stage = os.path.join(os.path.dirname(build_dir), "stage")
+        build_dir = os.path.join(BUILD, "cmake")
+        stage = os.path.join(BUILD, "stage")
         args = ["-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release", "-DOPDUMP_BUILD_TESTS=OFF",
                 "-DOPDUMP_BUILD_BENCH=OFF", "-DOPDUMP_BUILD_TORCH=ON", "-DOPDUMP_INSTALL=ON",
                 f"-DOPDUMP_PYTHON={sys.executable}", "-DCMAKE_INSTALL_LIBDIR=lib", "-DOPDUMP_INSTALL_PYTHONDIR=python"]
@@ -55,7 +57,13 @@ class BuildWithCMake(build_py):
     @staticmethod
     def stage_into_package(stage, package):
         """The installed tree rearranged as the package: module files at the top, the shared libraries
-        under lib/ (by their soname: wheels hold no symlinks), the CLI under bin/."""
+        under lib/ (by their soname: wheels hold no symlinks), the CLI under bin/. Native files of an
+        earlier build (another Python's module) are removed first."""
+        for name in os.listdir(package):
+            if name.startswith("_opdump.") and name.endswith(".so"):
+                os.remove(os.path.join(package, name))
+        for folder in ("lib", "bin"):
+            shutil.rmtree(os.path.join(package, folder), ignore_errors=True)
         shutil.copytree(os.path.join(stage, "python", "opdump"), package, dirs_exist_ok=True)
         os.makedirs(os.path.join(package, "lib"), exist_ok=True)
         for name in os.listdir(os.path.join(stage, "lib")):
@@ -71,13 +79,13 @@ class BinaryDistribution(Distribution):
         return True
 
 
-os.makedirs(os.path.join(ROOT, "build-pip"), exist_ok=True)
+os.makedirs(BUILD, exist_ok=True)
 setup(
     version=project_version(),
     packages=["opdump"],
     package_dir={"opdump": "python/opdump"},
     cmdclass={"build_py": BuildWithCMake},
     distclass=BinaryDistribution,
-    options={"build": {"build_base": "build-pip/setuptools"}, "egg_info": {"egg_base": os.path.join(ROOT, "build-pip")}},
+    options={"build": {"build_base": os.path.join(BUILD, "setuptools")}, "egg_info": {"egg_base": BUILD}},
     zip_safe=False,
 )

@@ -19,8 +19,10 @@ def test_pip_install_into_a_fresh_venv_and_dump(tmp_path):
     subprocess.run([PYTHON, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPDUMP_CONFIG")}
+    # A build of its own: the checkout may be shared with another Python (the PyTorch 2.x chroot).
+    build = dict(env, OPDUMP_PIP_BUILD_DIR=str(tmp_path / "pip-build"))
     proc = subprocess.run([python, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", str(ROOT)],
-                          capture_output=True, text=True, env=env, timeout=3000)
+                          capture_output=True, text=True, env=build, timeout=3000)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     work = tmp_path / "elsewhere"
