@@ -147,6 +147,7 @@ int main(void) {
     /* Lifecycle: init once (a second init is a state error), then a dump of tensors. */
     CHECK(opdump_init(NULL) == OPDUMP_OK);
     CHECK(opdump_init(NULL) == OPDUMP_ERROR_STATE);
+    CHECK(opdump_init_dump() == OPDUMP_OK);
     uint64_t model_id = 0;
     CHECK(opdump_register_model("Net", &model_id) == OPDUMP_OK);
     snprintf(path, sizeof path, "%s/tensors", work);

@@ -161,3 +161,22 @@ def test_torchscript_modules_register_like_eager_ones(tmp_path, kind):
     assert any("Default_net-Net_fc2-Linear_" in n for n in linear), linear
     assert all(n.startswith("Default_net-Net_") for n in linear), linear
     assert "Default_net-Net_fc1-Linear_linear-op0" in linear or kind == "trace"  # trace may record addmm/matmul
+
+
+def test_source_lines_of_user_code_in_folders_named_like_opdump_or_torch(tmp_path):
+    """Only opdump's and torch's own files are skipped when looking for the user's line, wherever
+    the user's code lives (a checkout named opdump, a project folder named torch)."""
+    folder = tmp_path / "opdump" / "torch"
+    folder.mkdir(parents=True)
+    script = folder / "user_train.py"
+    proc = python(MODEL + (
+        "opdump.set_dump(json.loads(sys.argv[1]))\n"
+        "opdump.register_model(net := Net(), 'net')\n"
+        "net(x).sum().backward()\n"
+        "print(json.dumps(opdump.finalize_dump()))\n"),
+        json.dumps(ms_config(tmp_path / "d", iteration="0")), file=script)
+    assert last_json(proc)["ok"]
+    ir = (tmp_path / "d" / "rank_0" / "graphs" / "ms_output_trace_code_graph_0.ir").read_text()
+    lines = re.findall(r"user_train\.py:(\d+)", ir)
+    forward_line = MODEL.count("\n") + 3  # the line of net(x).sum().backward()
+    assert str(forward_line) in lines, ir[:2000]
