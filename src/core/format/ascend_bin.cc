@@ -1,6 +1,8 @@
 // Ascend "bin" dump files: reader and writer.
 #include "format/ascend_bin.h"
 
+#include "util/file_read.h"
+
 #include <cstring>
 
 #include "dump_data.pb.h"
@@ -156,7 +158,7 @@ Tensor BinDump::tensor(const BinTensor& t) const {
   return out;
 }
 
-BinDump read_ascend_bin(const std::string& path) { return parse_ascend_bin(std::make_shared<MappedFile>(path), path); }
+BinDump read_ascend_bin(const std::string& path) { return parse_ascend_bin(read_file(path), path); }
 
 BinDump parse_ascend_bin(std::shared_ptr<const Buffer> file, const std::string& path) {
   const uint64_t size = file->size();

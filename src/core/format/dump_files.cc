@@ -44,7 +44,9 @@ std::vector<DumpFile> scan_dump(const std::string& path) {
     if (!it->is_regular_file(ec)) continue;
     const std::string p = it->path().string();
     if (base_name(p).rfind(".opdump-tmp.", 0) == 0) continue;
-    out.push_back({p, fs::relative(it->path(), path, ec).string(), classify(p)});
+    // Lexically: the iterator's paths start with `path` (fs::relative would resolve symlinks with a
+    // readlink per path component, a third of the time of indexing a dump of many small files).
+    out.push_back({p, it->path().lexically_relative(path).string(), classify(p)});
   }
   std::sort(out.begin(), out.end(), [](const DumpFile& a, const DumpFile& b) { return a.path < b.path; });
   return out;

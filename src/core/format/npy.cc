@@ -1,6 +1,8 @@
 // numpy .npy reader and writer.
 #include "format/npy.h"
 
+#include "util/file_read.h"
+
 #include <cstring>
 #include <limits>
 
@@ -222,7 +224,8 @@ void npy_encode_payload(const TensorView& view, void* out) {
   }
 }
 
-NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& name) {
+NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& name, uint64_t file_size) {
+  if (file_size == UINT64_MAX) file_size = size;
   const auto* p = static_cast<const unsigned char*>(bytes);
   if (size < kMagicSize + 4 || std::memcmp(p, kMagic, kMagicSize) != 0)
     throw FormatError(name, "not an npy file (bad magic)");
@@ -244,7 +247,7 @@ NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& na
   if (header_len > kMaxHeaderBytes) throw FormatError(name, "npy header length " + std::to_string(header_len) + " is implausible");
   if (prefix + header_len > size)
     throw FormatError(name, "truncated: header needs " + std::to_string(prefix + header_len) + " bytes, file has " +
-                                std::to_string(size));
+                                std::to_string(std::min<uint64_t>(size, file_size)));
   HeaderParser(std::string_view(reinterpret_cast<const char*>(p + prefix), header_len), name).parse(&h);
   h.data_offset = prefix + header_len;
   uint64_t numel;
@@ -256,7 +259,7 @@ NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& na
   const uint64_t elem = dtype_size(h.dtype);
   if (numel > UINT64_MAX / elem) throw FormatError(name, "shape " + shape_to_string(h.shape) + " is too large");
   const uint64_t need = numel * elem;
-  const uint64_t have = size - h.data_offset;
+  const uint64_t have = file_size - h.data_offset;
   if (need != have)
     throw FormatError(name, "shape " + shape_to_string(h.shape) + " of " + std::string(dtype_name(h.dtype)) +
                                 " needs " + std::to_string(need) + " data bytes, file has " + std::to_string(have) +
@@ -275,8 +278,19 @@ void write_npy(const std::string& path, const TensorView& view) {
   }
 }
 
-Tensor read_npy(const std::string& path, bool populate) {
-  return parse_npy(std::make_shared<MappedFile>(path, populate), path);
+Tensor read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+NpyHeader read_npy_header(const std::string& path) {
+  uint64_t file_size = 0;
+  std::string bytes = read_file_prefix(path, 4096, &file_size);
+  // A header longer than the first 4 KiB (a very high-rank shape): read up to its end.
+  if (bytes.size() >= 12 && bytes.size() < file_size) {
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+    const uint64_t len = p[6] == 1 ? 10 + (p[8] | (p[9] << 8))
+                                   : 12 + (uint64_t(p[8]) | uint64_t(p[9]) << 8 | uint64_t(p[10]) << 16 | uint64_t(p[11]) << 24);
+    if (len > bytes.size() && len <= kMaxHeaderBytes + 12) bytes = read_file_prefix(path, static_cast<size_t>(len), &file_size);
+  }
+  return parse_npy_header(bytes.data(), bytes.size(), path, file_size);
 }
 
 Tensor parse_npy(std::shared_ptr<const Buffer> file, const std::string& path) {

@@ -26,14 +26,17 @@ size_t npy_payload_size(const TensorView& view);
 void npy_encode_payload(const TensorView& view, void* out);
 
 // Parses an npy header from the first `size` bytes of a file; `name` is used in errors.
-// Checks magic, version, dict syntax, dtype, shape and that the data fits in `size`.
-NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& name);
+// Checks magic, version, dict syntax, dtype, shape and that the data fills the file exactly;
+// `file_size` is the whole file's size when `bytes` holds only its beginning.
+NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& name, uint64_t file_size = UINT64_MAX);
+// The header of an npy file, reading only its beginning (indexing a dump of many files).
+NpyHeader read_npy_header(const std::string& path);
 
 // Writes a complete npy file (through a temporary name, renamed when complete).
 void write_npy(const std::string& path, const TensorView& view);
-// Reads an npy file (memory-mapped, zero copy). Throws FormatError on malformed files.
-// populate: read the whole file in now (see MappedFile).
-Tensor read_npy(const std::string& path, bool populate = false);
+// Reads an npy file (see read_file: small files read, large ones mapped). Throws FormatError on
+// malformed files.
+Tensor read_npy(const std::string& path);
 // The same from bytes in memory; `name` appears in errors.
 Tensor parse_npy(std::shared_ptr<const Buffer> bytes, const std::string& name);
 

@@ -175,8 +175,7 @@ class Indexer {
     }
     e.key_name = sanitize_name(e.op_name);
     try {
-      MappedFile file(f.path);
-      NpyHeader h = parse_npy_header(file.data(), file.size(), f.path);
+      NpyHeader h = read_npy_header(f.path);
       e.dtype = h.dtype;
       e.shape = h.shape;
     } catch (const Error& err) {
@@ -376,7 +375,7 @@ DumpIndex index_dump(const std::string& path) {
 Tensor load_entry(const DumpEntry& e) {
   if (e.source == DumpEntry::Source::Statistics) throw Error(e.path + ": " + e.op_name + " has statistics only, no values");
   if (!e.unreadable.empty()) throw Error(e.unreadable);
-  if (e.source == DumpEntry::Source::Npy) return read_npy(e.path, /*populate=*/true);
+  if (e.source == DumpEntry::Source::Npy) return read_npy(e.path);
   BinDump d = read_ascend_bin(e.path);
   const size_t ni = d.inputs.size();
   return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);
