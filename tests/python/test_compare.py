@@ -314,6 +314,50 @@ def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
     assert m["firstRow"]["fontWeight"] in ("700", "bold")
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_html_report_of_100000_rows_draws_a_page_at_a_time(run, tmp_path):
+    """Statistics of 100,000 tensors a side, one op changed far down: the page opens on the first
+    divergence with one page of rows in the DOM, every row reachable through the pager and the filter."""
+    n, changed = 100_000, 73_456
+    header = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,L2Norm Value\n"
+    for side in ("target", "reference"):
+        folder = tmp_path / side / "rank_0" / "net" / "0" / "0"
+        folder.mkdir(parents=True)
+        lines = [header]
+        for i in range(n):
+            top = 1.5 if side == "target" and i == changed else 1.0
+            lines.append(f"linear,Default/net-Net/layer{i}-Linear/linear-op0,{i},0,{1000 + i},output,0,64,float32,"
+                         f"\"(4,4)\",{top},-1.0,2.0\n")
+        (folder / "statistic.csv").write_text("".join(lines))
+    run("compare", tmp_path / "target", tmp_path / "reference", "-o", tmp_path / "out", "-q", check=0)
+    report = tmp_path / "out" / "compare_report.html"
+    assert report.stat().st_size < 200 * n  # the rows as compact data (rows of table markup took 400 bytes each)
+    probe = """<script>
+window.addEventListener('load', () => {
+  const out = {rows: document.querySelectorAll('#rows tbody tr').length, page: document.getElementById('page').textContent,
+    first: document.getElementById('first-row') ? document.getElementById('first-row').cells[5].textContent : null,
+    points: (document.querySelector('#chart path').getAttribute('d').match(/L/g) || []).length};
+  const filter = document.getElementById('filter');
+  filter.value = 'layer99999-';
+  filter.dispatchEvent(new Event('input'));
+  out.filtered = [...document.querySelectorAll('#rows tbody tr')].map(tr => tr.cells[5].textContent);
+  const pre = document.createElement('pre'); pre.id = 'measure'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+    measured = tmp_path / "measured.html"
+    measured.write_text(report.read_text().replace("</body>", probe + "</body>"))
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--window-size=1400,900"]
+    dom = subprocess.run(flags + ["--dump-dom", measured.as_uri()], capture_output=True, text=True, timeout=300)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    m = json.loads(re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    assert m["rows"] == 200 and m["page"].endswith(f"of {n}")
+    assert m["first"] == f"Default/net-Net/layer{changed}-Linear/linear-op0"  # opened on its page
+    assert m["points"] <= 2000
+    assert m["filtered"] == ["Default/net-Net/layer99999-Linear/linear-op0"]
+
+
 # Added to the report's copy: the layout as the browser computed it, as JSON in <pre id="measure">.
 MEASURE = """<script>
 window.addEventListener('load', () => {
@@ -400,4 +444,4 @@ def test_rows_and_summary_carry_rank_and_iteration(workload, run, tmp_path):
     assert (first["rank"], first["iteration"], first["op_type"]) == (0, 1, "conv2d")
     assert "input 1 (parameter net.conv1.weight) differs: no dumped op produced it" in first["cause"], first
     html = (tmp_path / "out" / "compare_report.html").read_text()
-    assert 'id="first-row"' in html and "rank 0, iteration 1" in html
+    assert 'href="#first-row"' in html and "rank 0, iteration 1" in html

@@ -1,6 +1,9 @@
 // The comparison as one self-contained HTML page: a summary naming the first divergence, the
-// error along execution order on a log scale (inline SVG), and a sortable, filterable table.
+// error along execution order on a log scale (inline SVG), and a sortable, filterable table drawn a
+// page at a time from the rows embedded as JSON.
 #include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -43,12 +46,23 @@ double row_error(const CompareRow& r) {
   return r.metrics.rel_euclidean;
 }
 
+// At most this many points on the chart's line and this many marked rows: a report of 100,000+ rows
+// keeps a chart that draws at once (each pixel column shows its largest error).
+constexpr size_t kChartPoints = 2000;
+constexpr size_t kChartMarks = 2000;
+
 std::string chart(const CompareResult& result) {
   const double W = 1000, H = 260, L = 60, B = 30, T = 10;
   std::vector<std::pair<size_t, double>> pts;
-  for (const auto& r : result.rows) {
-    double e = row_error(r);
-    if (std::isfinite(e)) pts.emplace_back(r.index, std::max(e, 1e-12));
+  const size_t per_point = std::max<size_t>(1, (result.rows.size() + kChartPoints - 1) / kChartPoints);
+  for (size_t start = 0; start < result.rows.size(); start += per_point) {
+    size_t at = start;
+    double worst = NAN;
+    for (size_t i = start; i < std::min(result.rows.size(), start + per_point); ++i) {
+      const double e = row_error(result.rows[i]);
+      if (std::isfinite(e) && !(e <= worst)) worst = e, at = i;
+    }
+    if (std::isfinite(worst)) pts.emplace_back(result.rows[at].index, std::max(worst, 1e-12));
   }
   std::string svg = fmt::format(
       "<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
@@ -65,9 +79,11 @@ std::string chart(const CompareResult& result) {
   std::string path;
   for (const auto& [i, e] : pts) path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", x_of(i), y_of(e));
   svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#3366cc\" stroke-width=\"1.2\"/>";
+  size_t marks = 0;
   for (const auto& r : result.rows) {
     const double e = row_error(r);
     if (!std::isfinite(e) || r.verdict == Verdict::Pass) continue;
+    if (++marks > kChartMarks) break;  // the first ones in execution order: where a divergence starts
     svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", x_of(r.index),
                        y_of(std::max(e, 1e-12)), r.verdict == Verdict::Error ? "#d62728" : "#e6a700");
   }
@@ -163,40 +179,63 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
   html += legend();
   html += histograms(result);
   html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";
-  // Widths in em for the short columns; the names and the reason share what is left.
+  // The rows are data, drawn a page at a time (a page of 200 rows opens at once whatever the dump's
+  // size; 100,000 table rows in the DOM would take the browser seconds). Widths in em for the short
+  // columns; the names and the reason share what is left.
+  html += "<p id=\"pager\"><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"40\"> "
+          "<button id=\"prev\">&#9664; previous</button> <span id=\"page\"></span> <button id=\"next\">next "
+          "&#9654;</button> <button id=\"to-first\">first divergence</button></p>";
   html += "<table id=\"rows\"><colgroup><col style=\"width:4em\"><col style=\"width:3.5em\"><col style=\"width:3.5em\">"
           "<col style=\"width:5.5em\"><col style=\"width:7em\"><col><col style=\"width:12%\"><col style=\"width:5.5em\">"
           "<col style=\"width:7em\"><col style=\"width:6.5em\"><col style=\"width:6.5em\"><col style=\"width:6.5em\">"
           "<col style=\"width:6.5em\"><col style=\"width:12%\"><col style=\"width:5em\"></colgroup>"
           "<thead><tr><th>#</th><th>rank</th><th>iter</th><th>result</th><th>op type</th><th>target</th>"
           "<th>reference</th><th>tensor</th><th>shape</th><th>cosine</th><th>max abs err</th><th>max rel err</th>"
-          "<th>rel euclidean</th><th>reason</th><th>match</th></tr></thead><tbody>";
+          "<th>rel euclidean</th><th>reason</th><th>match</th></tr></thead><tbody></tbody></table>";
+  // One array per row, in the table's column order; a reference named like the target is null.
+  nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : result.rows) {
     const DumpEntry* e = r.target ? r.target : r.reference;
     const bool m = r.compared && !r.statistics_only;
     const bool same_name = r.target && r.reference && r.target->op_name == r.reference->op_name;
-    html += fmt::format(
-        "<tr class=\"{}\"{}><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td{}>{}</td><td>{}.{}</td><td>{}</td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td>{}</td><td>{}</td></tr>",
-        to_string(r.verdict), f.found && f.op.row == r.index ? " id=\"first-row\"" : "", r.index, e->rank(),
-        e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string(), to_string(r.verdict),
-        escape(e->op_type), escape(r.target ? r.target->op_name : ""), same_name ? " class=\"same\"" : "",
-        same_name ? std::string("= target") : escape(r.reference ? r.reference->op_name : ""), to_string(e->io),
-        e->slot, shape_to_string(e->shape), m ? num(r.metrics.cosine) : "", m ? num(r.metrics.max_abs_err) : "",
-        m ? num(r.metrics.max_rel_err) : "", r.compared ? num(row_error(r)) : "", escape(r.reason),
-        !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name");
+    rows.push_back({r.index, e->rank(), e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string(),
+                    to_string(r.verdict), e->op_type, r.target ? r.target->op_name : "",
+                    same_name ? nlohmann::json() : nlohmann::json(r.reference ? r.reference->op_name : ""),
+                    std::string(to_string(e->io)) + "." + std::to_string(e->slot), shape_to_string(e->shape),
+                    m ? num(r.metrics.cosine) : "", m ? num(r.metrics.max_abs_err) : "", m ? num(r.metrics.max_rel_err) : "",
+                    r.compared ? num(row_error(r)) : "", r.reason,
+                    !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name"});
   }
-  html += "</tbody></table><script>"
+  std::string data = rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Inside <script>: no "</" may end it early.
+  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at)) data.replace(at, 2, "<\\/");
+  html += "<script id=\"rows-data\" type=\"application/json\">" + data + "</script>";
+  html += fmt::format("<script>const FIRST={};", f.found ? std::to_string(f.op.row) : std::string("-1"));
+  html += "const PAGE=200,NUM=new Set([0,1,2,9,10,11,12]);"
+          "const all=JSON.parse(document.getElementById('rows-data').textContent);let shown=all,page=0;"
           "const tb=document.querySelector('#rows tbody');"
+          "function draw(){const pages=Math.max(1,Math.ceil(shown.length/PAGE));page=Math.min(Math.max(page,0),pages-1);"
+          "const frag=document.createDocumentFragment();"
+          "for(const row of shown.slice(page*PAGE,(page+1)*PAGE)){const tr=document.createElement('tr');tr.className=row[3];"
+          "if(row[0]===FIRST)tr.id='first-row';row.forEach((v,i)=>{const td=document.createElement('td');"
+          "if(i===6&&v===null){td.textContent='= target';td.className='same';}else{td.textContent=v;}"
+          "if(NUM.has(i))td.className='num';tr.appendChild(td);});frag.appendChild(tr);}"
+          "tb.replaceChildren(frag);document.getElementById('page').textContent='rows '+(shown.length?page*PAGE+1:0)+'\\u2013'+"
+          "Math.min(shown.length,(page+1)*PAGE)+' of '+shown.length+(shown.length<all.length?' (filtered from '+all.length+')':'');}"
+          "function show(index){const at=shown.findIndex(r=>r[0]===index);if(at<0)return;page=Math.floor(at/PAGE);draw();"
+          "const tr=document.getElementById('first-row');if(tr)tr.scrollIntoView({block:'center'});}"
+          "document.getElementById('prev').onclick=()=>{page--;draw();};"
+          "document.getElementById('next').onclick=()=>{page++;draw();};"
+          "document.getElementById('to-first').onclick=()=>show(FIRST);"
+          "const link=document.getElementById('first-link');if(link)link.onclick=e=>{e.preventDefault();show(FIRST);};"
           "document.getElementById('filter').addEventListener('input',e=>{const q=e.target.value.toLowerCase();"
-          "for(const tr of tb.rows)tr.style.display=tr.textContent.toLowerCase().includes(q)?'':'none';});"
+          "shown=q?all.filter(r=>r.some(v=>v!==null&&String(v).toLowerCase().includes(q))):all;page=0;draw();});"
           "document.querySelectorAll('#rows th').forEach((th,i)=>th.addEventListener('click',()=>{"
-          "const rows=[...tb.rows];const asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';"
-          "const v=r=>{const t=r.cells[i].textContent;const n=parseFloat(t);return isNaN(n)?t:n;};"
-          "rows.sort((a,b)=>{const x=v(a),y=v(b);return (x>y?1:x<y?-1:0)*(asc?1:-1);});"
-          "rows.forEach(r=>tb.appendChild(r));}));"
+          "const asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';"
+          "const v=r=>{const t=r[i]===null?'':r[i];const n=parseFloat(t);return isNaN(n)?String(t):n;};"
+          "shown=[...shown].sort((a,b)=>{const x=v(a),y=v(b);return (x>y?1:x<y?-1:0)*(asc?1:-1);});page=0;draw();}));"
+          // Open on the page of the first divergence: where the reader starts.
+          "page=FIRST>=0?Math.floor(Math.max(0,all.findIndex(r=>r[0]===FIRST))/PAGE):0;draw();"
           "</script></body></html>\n";
   AtomicFileWriter out(path);
   out.write(html);
