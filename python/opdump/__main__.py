@@ -1,5 +1,6 @@
 """`python -m opdump ...` runs the opdump CLI that was built or installed with this package
-(config check, convert, stats, compare, overflow, demo): the same arguments, output and exit codes."""
+(config check, convert, stats, compare, overflow, demo): the same arguments, output and exit codes.
+Under torchrun (WORLD_SIZE > 1), `compare` is split across the processes: opdump/distributed_compare.py."""
 import os
 import sys
 
@@ -26,6 +27,10 @@ def main(argv=None):
     except FileNotFoundError as e:
         sys.stderr.write(f"opdump: {e}\n")
         return 2
+    if argv[:1] == ["compare"] and int(os.environ.get("WORLD_SIZE", "1")) > 1 and "--list-ranks" not in argv:
+        # launched by torchrun (or another launcher): one compare across the processes and nodes
+        from .distributed_compare import main as distributed_main
+        return distributed_main(argv[1:], path)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(path, [path] + list(argv))

@@ -3,10 +3,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "commands.h"
 #include "compare/compare.h"
+#include "read/dump_index.h"
 #include "opdump/error.h"
 #include "layout/layout.h"
 
@@ -16,12 +18,13 @@ void add_compare_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("compare",
                                  "Compare two dumps operator by operator and name the first operator where they part");
   static std::string target, reference, out, mapping, thresholds, fail_on;
-  static bool kl = false, no_align = false, quiet = false, xlsx = false;
+  static bool kl = false, no_align = false, quiet = false, xlsx = false, list_ranks = false;
+  static std::vector<uint32_t> ranks;
   static uint32_t rows_per_sheet = 0;
   static unsigned threads = 0;
   cmd->add_option("TARGET", target, "The dump under test (folder or file)")->required();
   cmd->add_option("REF", reference, "The reference dump (folder or file)")->required();
-  cmd->add_option("-o,--output", out, "Folder for compare_result.csv, compare_report.html (and .xlsx)")->required();
+  auto* output = cmd->add_option("-o,--output", out, "Folder for compare_result.csv, compare_report.html (and .xlsx)");
   cmd->add_option("--mapping", mapping, "CSV of target_name,reference_name rules (names or name-regex(...))");
   cmd->add_option("--thresholds", thresholds, "JSON file overriding the verdict thresholds (docs/compare.md)");
   cmd->add_flag("--kl", kl, "Also compute the KL divergence (a second pass over the data)");
@@ -30,11 +33,25 @@ void add_compare_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--xlsx", xlsx, "Also write compare_result.xlsx (errors red, warnings yellow)");
   cmd->add_option("--rows-per-sheet", rows_per_sheet, "xlsx rows per sheet (default 1048500)");
   cmd->add_flag("-q,--quiet", quiet, "No progress bar");
+  cmd->add_option("--ranks", ranks, "Compare only these ranks (Ascend: devices), e.g. --ranks 0,1")->delimiter(',');
+  cmd->add_flag("--list-ranks", list_ranks,
+                "Print the ranks both dumps hold files of, as JSON, and exit (-o is then not needed)");
   cmd->add_option("--fail-on", fail_on,
                   "Exit 3 when a row is an error (error) or a warning or error (warning): a gate for CI jobs")
       ->check(CLI::IsMember({"error", "warning"}));
-  cmd->callback([exit_code] {
+  cmd->callback([exit_code, output] {
+    if (list_ranks) {  // for launchers that split a compare across processes (python -m opdump compare)
+      const std::vector<uint32_t> t = dump_ranks(target), r = dump_ranks(reference);
+      std::string list;
+      for (uint32_t x : t)
+        if (std::find(r.begin(), r.end(), x) != r.end()) list += (list.empty() ? "" : ", ") + std::to_string(x);
+      std::printf("[%s]\n", list.c_str());
+      *exit_code = kExitOk;
+      return;
+    }
+    if (output->count() == 0) throw CLI::RequiredError("--output");
     CompareOptions o;
+    o.ranks.insert(ranks.begin(), ranks.end());
     o.metrics.kl_divergence = kl;
     o.align_unmatched = !no_align;
     o.threads = threads;

@@ -254,12 +254,14 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     throw Error(is_folder(target) ? target + " is a folder and " + reference + " a file: compare two files or two folders"
                                   : target + " is a file and " + reference + " a folder: compare two files or two folders");
   CompareResult result;
-  result.target = index_dump(target);
-  result.reference = index_dump(reference);
+  result.target = index_dump(target, options.ranks);
+  result.reference = index_dump(reference, options.ranks);
   const auto& T = result.target.entries;
   const auto& R = result.reference.entries;
-  if (T.empty()) throw Error(target + ": no npy, bin or statistic.csv files to compare (is it a dump?)");
-  if (R.empty()) throw Error(reference + ": no npy, bin or statistic.csv files to compare (is it a dump?)");
+  std::string of_ranks;
+  for (uint32_t r : options.ranks) of_ranks += (of_ranks.empty() ? " of rank " : ", ") + std::to_string(r);
+  if (T.empty()) throw Error(target + ": no npy, bin or statistic.csv files" + of_ranks + " to compare (is it a dump?)");
+  if (R.empty()) throw Error(reference + ": no npy, bin or statistic.csv files" + of_ranks + " to compare (is it a dump?)");
   for (const auto& w : result.target.warnings) result.notes.push_back("target: " + w);
   for (const auto& w : result.reference.warnings) result.notes.push_back("reference: " + w);
 

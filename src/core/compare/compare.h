@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,7 @@ struct DivergentOp {
   std::string op_type;
   std::string op_name;
   bool backward = false;
+  uint64_t order = 0;  // execution index in its iteration (orders first divergences of several compares)
   size_t row = 0;  // its first failing output row (the op's first row when it has none)
 };
 
@@ -136,6 +138,9 @@ struct CompareOptions {
   // Target name -> reference name rules: exact names or name-regex(...) with \1 substitutions.
   std::vector<std::pair<std::string, std::string>> mapping;
   unsigned threads = 0;
+  // Only these ranks of both dumps (empty: all). A multi-node compare gives each process the ranks
+  // whose files are on its node.
+  std::set<uint32_t> ranks;
   std::function<void(size_t done, size_t total)> progress;
 };
 

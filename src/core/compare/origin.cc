@@ -167,6 +167,7 @@ DivergentOp divergent(const Op& op, const std::vector<CompareRow>& rows) {
   d.op_type = op.op_type;
   d.op_name = op.op_name;
   d.backward = op.key.rfind("Gradients", 0) == 0;
+  d.order = op.order;
   d.row = op.first_row;
   for (const auto& [slot, r] : op.output_rows)
     if (rows[r].failed()) {

@@ -28,6 +28,7 @@ nlohmann::json op_json(const DivergentOp& op) {
           {"op_type", op.op_type},
           {"op_name", op.op_name},
           {"backward", op.backward},
+          {"order", op.order},
           {"row", op.row}};
 }
 

@@ -126,10 +126,11 @@ bool parse_shape(const std::string& cell, Shape* out) {
 
 class Indexer {
  public:
-  explicit Indexer(DumpIndex& index) : index_(index) {}
+  Indexer(DumpIndex& index, const std::set<uint32_t>& ranks) : index_(index), ranks_(ranks) {}
 
   void add(const DumpFile& f) {
     Folder& folder = folder_for(folder_of(f.path));
+    if (!ranks_.empty() && !ranks_.count(folder.where.rank)) return;
     switch (f.kind) {
       case DumpFileKind::Npy: index_npy(f, folder); break;
       case DumpFileKind::Bin: index_bin(f, folder); break;
@@ -275,6 +276,7 @@ class Indexer {
 
  private:
   std::unordered_map<std::string, Folder> folders_;
+  const std::set<uint32_t>& ranks_;
   size_t unreadable_ = 0;
 };
 
@@ -297,9 +299,18 @@ void check_single_run(const std::string& path, const std::vector<DumpEntry>& ent
 
 }  // namespace
 
-DumpIndex index_dump(const std::string& path) {
+std::vector<uint32_t> dump_ranks(const std::string& path) {
+  std::set<uint32_t> ranks;
+  std::set<std::string> folders;
+  for (const DumpFile& f : scan_dump(path))
+    if (f.kind != DumpFileKind::Other && folders.insert(folder_of(f.path)).second)
+      ranks.insert(position_of(absolute_folder(folder_of(f.path))).rank);
+  return {ranks.begin(), ranks.end()};
+}
+
+DumpIndex index_dump(const std::string& path, const std::set<uint32_t>& ranks) {
   DumpIndex index;
-  Indexer indexer(index);
+  Indexer indexer(index, ranks);
   for (const DumpFile& f : scan_dump(path)) indexer.add(f);
   index.warnings.insert(index.warnings.end(), indexer.names.warnings.begin(), indexer.names.warnings.end());
   auto& out = index.entries;

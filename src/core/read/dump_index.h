@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,8 +116,11 @@ struct DumpIndex {
 };
 
 // Every tensor of a dump folder (or a single file). Throws opdump::Error for a path that does not
-// exist and for a folder holding several runs of one rank (naming them).
-DumpIndex index_dump(const std::string& path);
+// exist and for a folder holding several runs of one rank (naming them). `ranks`: only these ranks
+// (their files alone are read; empty: every rank).
+DumpIndex index_dump(const std::string& path, const std::set<uint32_t>& ranks = {});
+// The ranks (Ascend: devices) a dump holds files of, from its folders alone (no file is read).
+std::vector<uint32_t> dump_ranks(const std::string& path);
 // The values of an npy or bin entry (throws opdump::Error for statistics-only or unreadable entries).
 Tensor load_entry(const DumpEntry& e);
 
