@@ -33,8 +33,10 @@ import tempfile
 import time
 
 WORKER = r"""
-import json, statistics, sys, time, torch, torchvision
-mode, steps, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+import json, resource, statistics, sys, time, torch, torchvision
+mode, steps, path, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+if threads:
+    torch.set_num_threads(threads)
 torch.manual_seed(0)
 # The workload of the msprobe measurement (shared reference peers.md): 1000 classes, momentum 0.9.
 m = torchvision.models.resnet18(num_classes=1000)
@@ -78,8 +80,13 @@ else:
     t0 = time.perf_counter()
     report = opdump.finalize_dump() if mode != "plain" else {}
     drain = time.perf_counter() - t0
-print(json.dumps({"times": times, "off_times": off_times, "report": report, "drain": drain, "cpu": cpu}))
+print(json.dumps({"times": times, "off_times": off_times, "report": report, "drain": drain, "cpu": cpu,
+                  "threads": torch.get_num_threads(), "warmup": 4,
+                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
 
 
 def run_mode(mode, steps, workdir, pythonpath=None):
@@ -88,8 +95,8 @@ def run_mode(mode, steps, workdir, pythonpath=None):
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path], capture_output=True, text=True,
-                         env=env, check=True)
+    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS)], capture_output=True,
+                         text=True, env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
     shutil.rmtree(path, ignore_errors=True)
     return data
@@ -114,13 +121,19 @@ def main():
     p.add_argument("--dir", default=tempfile.gettempdir())
     p.add_argument("--modes", default="plain,off,stats,overflow,tensor", help="comma-separated; plain is always run")
     p.add_argument("--baseline", help="the python folder of another opdump build, measured in the same rounds")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch.set_num_threads of the training (default: torch's, all cores: the statistics thread "
+                        "then competes with the training for them)")
     args = p.parse_args()
+    global THREADS
+    THREADS = args.threads
     baseline = {}  # mode -> [(this build / baseline) per round]
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
     modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
     medians = {m: [] for m in modes}
     cpu_ratios = {m: [] for m in modes}
     tensor_info = []
+    runs = {m: [] for m in modes}  # every run's data, for the per-step figures
     # Tensor mode runs after the others: the gigabytes it writes are flushed to disk for a
     # while afterwards and would slow whatever ran next.
     # Each round runs every mode once, in an order rotated from round to round so that no mode
@@ -132,6 +145,7 @@ def main():
         this_round, this_cpu = {}, {}
         for mode in order:
             d = run_mode(mode, args.steps, workdir)
+            runs[mode].append(d)
             this_round[mode] = statistics.median(d["times"])
             this_cpu[mode] = statistics.median(d["cpu"])
             medians[mode].append(this_round[mode])
@@ -160,14 +174,28 @@ def main():
                 else:
                     inside[(mode, how)].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
     shutil.rmtree(workdir, ignore_errors=True)
-    print(f"resnet18, batch 4x3x64x64, 1000 classes, SGD momentum 0.9, CPU; median step over {args.steps} steps x "
-          f"{args.rounds} rounds; ratio = median over rounds of (mode / plain of the same round)")
+    threads = runs["plain"][0]["threads"] if runs["plain"] else "?"
+    print(f"resnet18, batch 4x3x64x64, 1000 classes, SGD momentum 0.9, CPU, {threads} training threads on "
+          f"{os.cpu_count()} cores; median step over {args.steps} steps x {args.rounds} rounds; ratio = median over "
+          f"rounds of (mode / plain of the same round)")
     for mode in modes:
         med = statistics.median(medians[mode])
         ratio = statistics.median(ratios[mode]) if mode != "plain" else 1.0
         spread = f"  (rounds: {', '.join(f'{x:.2f}' for x in ratios[mode])})" if mode != "plain" else ""
         cpu = f"   CPU time {statistics.median(cpu_ratios[mode]):5.2f}x" if cpu_ratios[mode] else ""
         print(f"  {mode:8s} {med * 1e3:8.1f} ms/step   wall {ratio:5.2f}x{cpu}{spread}")
+    # What a dumped step summarizes, and what that costs per CPU second beyond the plain step.
+    plain_cpu = statistics.median(c for d in runs["plain"] for c in d["cpu"]) if runs["plain"] else 0
+    for mode in ("stats",):
+        if not runs.get(mode):
+            continue
+        d = runs[mode][-1]
+        per_step = d["report"].get("statistic_bytes", 0) / (args.steps + d["warmup"])
+        extra_cpu = statistics.median(c for x in runs[mode] for c in x["cpu"]) - plain_cpu
+        rate = f"{per_step / extra_cpu / 1e9:.2f} GB per extra CPU second" if extra_cpu > 0 else "no measurable extra CPU time"
+        rows = d["report"].get("statistic_rows", 0) // (args.steps + d["warmup"])
+        print(f"  {mode:8s} summarizes {per_step / 1e6:.0f} MB in {rows} statistic rows per step; {rate}; "
+              f"peak RSS {d['maxrss_mb']:.0f} MB (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB)")
     what = {"blocks": "blocks dumped from set_dump to finalize_dump / undumped blocks",
             "alt": "every other iteration dumped / the iterations between"}
     for (mode, how), values in inside.items():
@@ -180,11 +208,12 @@ def main():
         return
     d = tensor_info[-1]
     written = d["report"]["bytes_written"]
-    per_step = written / (args.steps + 3)
+    per_step = written / (args.steps + d["warmup"])
     total_time = sum(d["times"]) + d["drain"]
-    print(f"  tensor mode wrote {written / 1e6:.0f} MB ({per_step / 1e6:.0f} MB/step); "
-          f"{written / total_time / 1e6:.0f} MB/s including the final drain; raw sequential write of the same "
-          f"bytes here: {raw_write_mbps(int(written), args.dir):.0f} MB/s")
+    mbps, raw = written / total_time / 1e6, raw_write_mbps(int(written), args.dir)
+    print(f"  tensor mode wrote {written / 1e6:.0f} MB ({per_step / 1e6:.0f} MB/step); {mbps:.0f} MB/s including the "
+          f"final drain; raw sequential write of the same bytes here: {raw:.0f} MB/s ({mbps / raw:.2f}x); peak RSS "
+          f"{d['maxrss_mb']:.0f} MB with max_inflight_mb 512 (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB)")
 
 
 if __name__ == "__main__":

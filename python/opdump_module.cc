@@ -22,6 +22,7 @@ py::dict counters_dict(const opdump::DumpCounters& c) {
   d["tensors"] = c.tensors;
   d["tensor_bytes"] = c.tensor_bytes;
   d["statistic_rows"] = c.stat_rows;
+  d["statistic_bytes"] = c.stat_bytes;
   return d;
 }
 

@@ -26,6 +26,7 @@ struct DumpCounters {
   uint64_t tensors = 0;
   uint64_t tensor_bytes = 0;
   uint64_t stat_rows = 0;
+  uint64_t stat_bytes = 0;  // bytes of the tensors those rows summarize
 };
 
 }  // namespace opdump

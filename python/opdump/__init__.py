@@ -196,7 +196,7 @@ def iteration():
 
 def counters():
     """What the current dump has taken so far: a dict with the keys of finalize_dump()'s counters
-    (ops, tensors, tensor_bytes, statistic_rows)."""
+    (ops, tensors, tensor_bytes, statistic_rows, statistic_bytes)."""
     return _opdump.counters()
 
 

@@ -233,6 +233,7 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
     row.io = io;
     row.slot = static_cast<uint32_t>(slot);
     row.data_size = t.view.nbytes();
+    stat_bytes_.fetch_add(row.data_size, std::memory_order_relaxed);
     row.dtype = t.view.dtype;
     row.shape = t.view.shape;
     if (t.precomputed) {
@@ -384,7 +385,7 @@ void Dumper::write_text(const std::string& relative_path, const std::string& tex
 }
 
 DumpCounters Dumper::counters() const {
-  return DumpCounters{ops_.load(), tensors_.load(), tensor_bytes_.load(), stat_rows_.load()};
+  return DumpCounters{ops_.load(), tensors_.load(), tensor_bytes_.load(), stat_rows_.load(), stat_bytes_.load()};
 }
 
 namespace {

@@ -200,7 +200,7 @@ class Dumper {
   mutable std::mutex folders_mutex_;
   std::vector<std::string> folders_made_;
   std::atomic<bool> root_lost_reported_{false};
-  std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0};
+  std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0}, stat_bytes_{0};
   OverflowTracker overflow_;
   KernelFilter watch_nodes_, watch_layers_;
   mutable std::mutex watch_mutex_;
