@@ -29,3 +29,22 @@ TEST(Csv, TornLastRowOfAKilledWriterIsDropped) {
   // a ragged row inside the file is still an error
   EXPECT_THROW(parse_csv("a,b\n1\n2,3\n", "s.csv"), FormatError);
 }
+
+TEST(Csv, RowsEndedByACommaAsMindSporeWritesThem) {
+  // MindSpore 2.3+: a comma after every value, the last one included; its header has none.
+  CsvTable t = parse_csv("Op Type,Op Name,Max Value\nAdd,Default/Add-op1,3.5,\nMul,Default/Mul-op2,-1,\n", "s.csv");
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[1][2], "-1");
+  // a header ended by a comma too, and a last row without its newline
+  CsvTable h = parse_csv("a,b,\n1,2,\n3,4,", "s.csv");
+  EXPECT_EQ(h.header.size(), 2u);
+  EXPECT_FALSE(h.truncated_last_row);
+  ASSERT_EQ(h.rows.size(), 2u);
+  EXPECT_EQ(h.rows[1][1], "4");
+  // an empty last value that the header names is a value, not a trailing comma
+  CsvTable e = parse_csv("a,b\n1,\n", "s.csv");
+  ASSERT_EQ(e.rows.size(), 1u);
+  EXPECT_EQ(e.rows[0][1], "");
+  // two cells too many is still a ragged row
+  EXPECT_THROW(parse_csv("a,b\n1,2,3,\n", "s.csv"), FormatError);
+}

@@ -161,6 +161,42 @@ TEST(DumpIndex, StatisticsKeepShapeAndOnlyTheColumnsTheyHave) {
   EXPECT_TRUE(index.entries[1].stats->no_finite);
 }
 
+// statistic.csv files in the formats MindSpore's own writers produce.
+TEST(DumpIndex, MindSporeStatisticCsvOfEveryVersion) {
+  test::TempDir dir;
+  std::filesystem::create_directories(dir / "a/rank_0/Net/0/0");
+  std::filesystem::create_directories(dir / "b/rank_0/Net/0/0");
+  // MindSpore 2.0-2.2 (TensorStatDump): every category, "L2 Value", MD5 last, no trailing comma.
+  test::write_text(dir / "a/rank_0/Net/0/0/statistic.csv",
+                   "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,"
+                   "Avg Value,Count,Negative Zero Count,Positive Zero Count,NaN Count,Negative Inf Count,Positive Inf "
+                   "Count,Zero Count,L2 Value,MD5\n"
+                   "Conv2D,Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op5,4,0,1676954315543941,"
+                   "input,0,3136,float32,\"(1,1,28,28)\",2.8214,-0.4242,0.0001,784,0,0,0,0,0,2,11.0,"
+                   "8c7dd922ad47494fc02c388e12c00eac\n");
+  // MindSpore 2.3+ (categories chosen in statistic_category): a comma after every value, "Nan Count".
+  test::write_text(dir / "b/rank_0/Net/0/0/statistic.csv",
+                   "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,Min Value,"
+                   "L2Norm Value,Nan Count,Negative Inf Count,Positive Inf Count\n"
+                   "Conv2D,Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op5,4,0,1676954315543941,"
+                   "input,0,3136,float32,\"(1,1,28,28)\",2.8214,-0.4242,11.5,0,0,1,\n"
+                   "ReLU,Default/network-WithLossCell/_backbone-LeNet5/relu-ReLU/ReLU-op6,5,0,1676954315544001,"
+                   "output,0,3136,float32,\"(1,6,28,28)\",null,null,null,4704,0,0,\n");
+  DumpIndex a = index_dump(dir / "a");
+  ASSERT_EQ(a.entries.size(), 1u);
+  EXPECT_EQ(*a.entries[0].stats->l2norm, 11.0);
+  EXPECT_EQ(*a.entries[0].stats->count, 784u);
+  EXPECT_EQ(a.entries[0].shape, (Shape{1, 1, 28, 28}));
+  DumpIndex b = index_dump(dir / "b");
+  ASSERT_EQ(b.entries.size(), 2u);
+  EXPECT_EQ(*b.entries[0].stats->l2norm, 11.5);
+  EXPECT_EQ(*b.entries[0].stats->pos_inf, 1u);
+  EXPECT_TRUE(b.entries[0].stats->has_nonfinite_counts());
+  EXPECT_EQ(*b.entries[1].stats->nan, 4704u);
+  EXPECT_TRUE(b.entries[1].stats->no_finite);
+  EXPECT_EQ(b.entries[1].op_type, "ReLU");
+}
+
 TEST(DumpIndex, AnUnreadableTensorIsListedWithTheReasonNotAnAbort) {
   test::TempDir dir;
   std::filesystem::create_directories(dir / "d");

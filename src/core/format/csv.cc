@@ -34,9 +34,14 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
   auto end_row = [&] {
     row.push_back(std::move(cell));
     cell.clear();
+    // A line ended by a comma (MindSpore 2.3 and later write one after the last cell of every
+    // row, but not after the header's) has an empty last cell that is no column.
+    const bool trailing_comma = row.size() > 1 && row.back().empty() && !quoted;
     if (table.header.empty()) {
+      if (trailing_comma) row.pop_back();
       table.header = std::move(row);
     } else {
+      if (trailing_comma && row.size() == table.header.size() + 1) row.pop_back();
       if (row.size() != table.header.size())
         throw FormatError(name, "line " + std::to_string(row_line) + " has " + std::to_string(row.size()) +
                                     " cells, the header has " + std::to_string(table.header.size()));
@@ -82,8 +87,8 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
     }
   }
   const bool unterminated = !text.empty() && text.back() != '\n' && text.back() != '\r';
-  if (unterminated && !table.header.empty() &&
-      (in_quotes || row.size() + 1 != table.header.size())) {
+  const bool whole = row.size() + 1 == table.header.size() || (row.size() == table.header.size() && cell.empty());
+  if (unterminated && !table.header.empty() && (in_quotes || !whole)) {
     // A last row cut short and not ended by a newline: the writer was killed mid-write (every
     // row opdump writes ends with one). The whole rows before it stand.
     table.truncated_last_row = true;

@@ -233,8 +233,9 @@ class Indexer {
               c_ts = t.column("Timestamp"), c_io = t.column("IO"), c_slot = t.column("Slot"),
               c_dtype = t.column("Data Type"), c_shape = t.column("Shape"), c_max = t.column("Max Value"),
               c_min = t.column("Min Value"), c_avg = t.column("Avg Value"), c_count = t.column("Count"),
-              c_nan = t.column("NaN Count"), c_ninf = t.column("Negative Inf Count"),
-              c_pinf = t.column("Positive Inf Count");
+              c_ninf = t.column("Negative Inf Count"), c_pinf = t.column("Positive Inf Count");
+    int c_nan = t.column("NaN Count");
+    if (c_nan < 0) c_nan = t.column("Nan Count");  // MindSpore's own spelling in some versions
     int c_l2 = t.column("L2Norm Value");
     if (c_l2 < 0) c_l2 = t.column("L2 Value");
     if (c_name < 0 || c_io < 0 || c_slot < 0)
