@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "format/ascend_bin.h"
 #include "opdump/error.h"
@@ -143,4 +146,121 @@ TEST(AscendBin, SizeMustMatchShape) {
   BinDump d = read_ascend_bin(dir / "m");
   ASSERT_EQ(d.outputs.size(), 1u);
   EXPECT_THROW(d.tensor(d.outputs[0]), FormatError);
+}
+
+namespace {
+
+// A bin file of outputs given as (data type code, shape, raw bytes), built field by field as CANN writes it.
+std::string bin_of(const std::vector<std::tuple<int32_t, Shape, std::string>>& outputs) {
+  std::string body, data;
+  for (const auto& [code, shape, bytes] : outputs) {
+    std::string out, dims;
+    varint(out, (1 << 3) | 0);
+    varint(out, static_cast<uint64_t>(code));
+    for (int64_t d : shape) {
+      varint(dims, (1 << 3) | 0);
+      varint(dims, static_cast<uint64_t>(d));
+    }
+    varint(out, (3 << 3) | 2);
+    varint(out, dims.size());
+    out += dims;
+    varint(out, (6 << 3) | 0);
+    varint(out, bytes.size());
+    varint(body, (3 << 3) | 2);
+    varint(body, out.size());
+    body += out;
+    data += bytes;
+  }
+  std::string f(8, '\0');
+  const uint64_t l = body.size();
+  std::memcpy(f.data(), &l, 8);
+  return f + body + data;
+}
+
+std::string bytes_of(std::initializer_list<uint8_t> b) { return std::string(b.begin(), b.end()); }
+
+}  // namespace
+
+TEST(AscendBin, EightBitFloatsDecodeExactly) {
+  // float8 e5m2 is float16's top byte
+  EXPECT_EQ(float8_e5m2_to_float(0x3C), 1.0f);
+  EXPECT_EQ(float8_e5m2_to_float(0xC0), -2.0f);
+  EXPECT_EQ(float8_e5m2_to_float(0x7B), 57344.0f);  // largest finite
+  EXPECT_TRUE(std::isinf(float8_e5m2_to_float(0x7C)));
+  EXPECT_TRUE(std::isnan(float8_e5m2_to_float(0x7E)));
+  EXPECT_EQ(float8_e5m2_to_float(0x01), std::ldexp(1.0f, -16));  // smallest subnormal
+  // float8 e4m3fn: no infinity, one NaN per sign
+  EXPECT_EQ(float8_e4m3fn_to_float(0x38), 1.0f);
+  EXPECT_EQ(float8_e4m3fn_to_float(0x7E), 448.0f);
+  EXPECT_EQ(float8_e4m3fn_to_float(0xFE), -448.0f);
+  EXPECT_TRUE(std::isnan(float8_e4m3fn_to_float(0x7F)));
+  EXPECT_TRUE(std::isnan(float8_e4m3fn_to_float(0xFF)));
+  EXPECT_EQ(float8_e4m3fn_to_float(0x01), std::ldexp(1.0f, -9));
+  EXPECT_EQ(float8_e4m3fn_to_float(0x78), 256.0f);  // exponent 15 is a number here
+  // e8m0: a power of two
+  EXPECT_EQ(float8_e8m0_to_float(127), 1.0f);
+  EXPECT_EQ(float8_e8m0_to_float(130), 8.0f);
+  EXPECT_TRUE(std::isnan(float8_e8m0_to_float(0xFF)));
+  // HiFloat8: every dot width
+  EXPECT_EQ(hifloat8_to_float(0x00), 0.0f);
+  EXPECT_TRUE(std::isnan(hifloat8_to_float(0x80)));
+  EXPECT_TRUE(std::isinf(hifloat8_to_float(0x6F)) && hifloat8_to_float(0xEF) < 0);
+  EXPECT_EQ(hifloat8_to_float(0x08), 1.0f);                  // dot 0001: 2^0 x 1.000
+  EXPECT_EQ(hifloat8_to_float(0x0D), 1.625f);                // 2^0 x 1.101
+  EXPECT_EQ(hifloat8_to_float(0x10), 2.0f);                  // dot 001, exponent +1
+  EXPECT_EQ(hifloat8_to_float(0x1C), 0.75f);                 // dot 001, exponent -1, mantissa .100
+  EXPECT_EQ(hifloat8_to_float(0x28), 8.0f);                  // dot 01, exponent +3
+  EXPECT_EQ(hifloat8_to_float(0x30), 0.25f);                 // dot 01, exponent -2
+  EXPECT_EQ(hifloat8_to_float(0x4C), 128.0f);                // dot 10, exponent +7
+  EXPECT_EQ(hifloat8_to_float(0x6E), 32768.0f);              // dot 11, exponent +15: the largest (mantissa .1 is Inf)
+  EXPECT_EQ(hifloat8_to_float(0x7F), std::ldexp(1.5f, -15)); // dot 11, exponent -15, mantissa .1
+  EXPECT_EQ(hifloat8_to_float(0x01), std::ldexp(1.0f, -22)); // denormal 2^(1-23)
+  EXPECT_EQ(hifloat8_to_float(0x87), -std::ldexp(1.0f, -16));
+  // every HiFloat8 code but NaN is a distinct value, ordered by magnitude within a sign
+  std::vector<float> positive;
+  for (int v = 0; v < 0x80; ++v) positive.push_back(hifloat8_to_float(static_cast<uint8_t>(v)));
+  std::vector<float> sorted = positive;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+}
+
+TEST(AscendBin, NarrowTypesAreReadAsFloat32OrComplex64) {
+  test::TempDir dir;
+  const uint16_t c32[4] = {0x3C00, 0xC000, 0x3800, 0x0000};  // (1 - 2j), (0.5 + 0j)
+  std::string complex32(reinterpret_cast<const char*>(c32), 8);
+  test::write_text(dir / "Cast.op.1.0.5", bin_of({{34, {3}, bytes_of({0x3C, 0xC0, 0x7C})},
+                                                  {35, {2}, bytes_of({0x38, 0x7E})},
+                                                  {33, {2, 1}, bytes_of({0x08, 0x30})},
+                                                  {32, {2}, complex32},
+                                                  {39, {4}, bytes_of({0x12, 0x34})}}));
+  BinDump d = read_ascend_bin(dir / "Cast.op.1.0.5");
+  ASSERT_EQ(d.outputs.size(), 5u);
+  EXPECT_EQ(bin_data_type_name(d.outputs[0].data_type), "DT_FLOAT8_E5M2");
+  Tensor e5 = d.tensor(d.outputs[0]);
+  ASSERT_EQ(e5.dtype, DType::Float32);
+  const float* f = static_cast<const float*>(e5.data);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], -2.0f);
+  EXPECT_TRUE(std::isinf(f[2]));
+  Tensor e4 = d.tensor(d.outputs[1]);
+  EXPECT_EQ(static_cast<const float*>(e4.data)[1], 448.0f);
+  Tensor hif8 = d.tensor(d.outputs[2]);
+  EXPECT_EQ(hif8.shape, (Shape{2, 1}));
+  EXPECT_EQ(static_cast<const float*>(hif8.data)[1], 0.25f);
+  Tensor c = d.tensor(d.outputs[3]);
+  ASSERT_EQ(c.dtype, DType::Complex64);
+  const float* cf = static_cast<const float*>(c.data);
+  EXPECT_EQ(cf[0], 1.0f);
+  EXPECT_EQ(cf[1], -2.0f);
+  EXPECT_EQ(cf[2], 0.5f);
+  // a 4-bit float is named and refused for that tensor alone
+  try {
+    d.tensor(d.outputs[4]);
+    ADD_FAILURE() << "float4 decoded";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("DT_FLOAT4_E2M1"), std::string::npos) << e.what();
+  }
+  // the reverse mapping never picks a narrow type for float32 or complex64
+  EXPECT_EQ(bin_data_type_of(DType::Float32), 1);
+  EXPECT_EQ(bin_data_type_of(DType::Complex64), 16);
 }

@@ -43,6 +43,42 @@ TEST(Naming, FileNamesOfTheSeeds) {
   EXPECT_FALSE(parse_dump_file_name("statistic.csv", &p));
 }
 
+TEST(Naming, EveryCannNameForm) {
+  ParsedDumpName p;
+  // FFTS+ (sgt): four fields after the timestamp name the slice
+  ASSERT_TRUE(parse_dump_file_name("MatMul.Default_MatMul-op3.12.2.1673383728093446.4.1.0.0", &p));
+  EXPECT_EQ(p.op.op_type, "MatMul");
+  EXPECT_EQ(p.op.op_name, "Default_MatMul-op3");
+  EXPECT_EQ(p.op.task_id, 12u);
+  EXPECT_EQ(p.op.stream_id, 2u);
+  EXPECT_EQ(p.op.timestamp, 1673383728093446u);
+  EXPECT_EQ(p.slice, "4.1.0.0");
+  EXPECT_FALSE(p.has_io);
+  // converted to npy: the slice kept before the io fields
+  ASSERT_TRUE(parse_dump_file_name("MatMul.Default_MatMul-op3.12.2.1673383728093446.4.1.0.0.output.0.ND.npy", &p));
+  EXPECT_EQ(p.slice, "4.1.0.0");
+  EXPECT_TRUE(p.has_io);
+  EXPECT_EQ(p.format, "ND");
+  EXPECT_EQ(p.op.timestamp, 1673383728093446u);
+  // no stream id (older toolkits)
+  ASSERT_TRUE(parse_dump_file_name("Add.Default_Add-op1.7.1673383728093446", &p));
+  EXPECT_EQ(p.op.task_id, 7u);
+  EXPECT_EQ(p.op.stream_id, 0u);
+  EXPECT_EQ(p.op.timestamp, 1673383728093446u);
+  EXPECT_TRUE(p.slice.empty());
+  ASSERT_TRUE(parse_dump_file_name("Add.Default_Add-op1.7.1673383728093446.input.1.NCHW.npy", &p));
+  EXPECT_EQ(p.slot, 1u);
+  EXPECT_EQ(p.op.task_id, 7u);
+  // the dtype field of newer MindSpore npy names
+  ASSERT_TRUE(parse_dump_file_name("Add.Default_Add-op1.7.0.99.output.2.DefaultFormat.float16.npy", &p));
+  EXPECT_EQ(p.slot, 2u);
+  EXPECT_EQ(p.op.timestamp, 99u);
+  // not names: a non-numeric slice field, too many fields, too few
+  EXPECT_FALSE(parse_dump_file_name("MatMul.op.12.2.1673383728093446.4.x.0.0", &p));
+  EXPECT_FALSE(parse_dump_file_name("MatMul.op.12.2.1673383728093446.4.1.0.0.9", &p));
+  EXPECT_FALSE(parse_dump_file_name("MatMul.op.12", &p));
+}
+
 TEST(Naming, TimeFolderFormat) {
   std::string t = dump_time_string(1600000000);
   EXPECT_EQ(t.size(), 14u);

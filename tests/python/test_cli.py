@@ -1,5 +1,6 @@
 """The CLI end to end: config check, convert (bin -> npy, npy -> txt), error handling."""
 import pathlib
+import csv
 import json
 import struct
 
@@ -156,3 +157,28 @@ def test_convert_nc1hwc0_to_nchw_with_shape(tmp_path, run):
     run("convert", tmp_path / "dump", "-o", tmp_path / "out2", "-f", "NCHW", "--shape", "2,20,3,3", check=0)
     got = np.load(tmp_path / "out2" / "Conv2D.conv.0.0.1.input.0.2x20x3x3.npy")
     assert np.array_equal(got, x)
+
+
+def test_compare_pairs_ffts_slices_and_names_without_stream_id(run, tmp_path):
+    """CANN's other bin name forms: FFTS+ (sgt) slices pair slice by slice; names without a stream id
+    keep their op type, name and task."""
+    rng = np.random.default_rng(3)
+    for side in ("target", "reference"):
+        (tmp_path / side).mkdir()
+    a0, a1, b = (rng.standard_normal((4, 4)).astype(np.float32) for _ in range(3))
+    for side in ("target", "reference"):
+        # slice 1 of the target differs; the slices are written in the other order on the reference side
+        order = [("0.0.0.0", a0), ("1.0.0.0", a1 * (1.5 if side == "target" else 1.0))]
+        for k, (slice_, x) in enumerate(order if side == "target" else order[::-1]):
+            write_bin(tmp_path / side / f"MatMul.Default_MatMul-op3.12.2.16733837280934{k}6.{slice_}", [x], [x + 1],
+                      op_name="Default/MatMul-op3")
+        write_bin(tmp_path / side / "Add.Default_Add-op4.13.16733837280999", [b], [b], op_name="Default/Add-op4")
+    run("compare", tmp_path / "target", tmp_path / "reference", "-o", tmp_path / "out", "-q", check=0)
+    rows = list(csv.DictReader(open(tmp_path / "out" / "compare_result.csv")))
+    assert len(rows) == 6 and all(r["Match"] == "name" for r in rows), rows
+    by_type = {}
+    for r in rows:
+        by_type.setdefault(r["OpType"], []).append(r["Result"])
+    # slice 1's input and output fail, slice 0's pass: each slice met its own partner
+    assert by_type["MatMul"].count("pass") == 2 and set(by_type["MatMul"]) - {"pass"} <= {"warning", "error"}
+    assert by_type["Add"] == ["pass", "pass"]

@@ -16,11 +16,15 @@ namespace pb = toolkit::dumpdata;
 
 constexpr uint64_t kMaxHeaderBytes = uint64_t(256) << 20;
 
+// Stored narrower than the type they are read as (decoded when a tensor is read).
+enum class Narrow { None, Complex32, HiFloat8, Float8E5M2, Float8E4M3FN, Float8E8M0 };
+
 struct BinTypeEntry {
   int32_t code;
   const char* name;
   bool has_dtype;
-  DType dtype;
+  DType dtype;  // for the narrow types below, the type they are decoded to
+  Narrow narrow = Narrow::None;
 };
 
 constexpr BinTypeEntry kBinTypes[] = {
@@ -40,7 +44,46 @@ constexpr BinTypeEntry kBinTypes[] = {
     {26, "VARIANT", false, DType::Float32},    {27, "BF16", true, DType::BFloat16},
     {28, "INT4", false, DType::Int8},          {29, "UINT1", false, DType::UInt8},
     {30, "INT2", false, DType::Int8},          {31, "UINT2", false, DType::UInt8},
+    // Newer CANN (dump_task.proto): decoded to complex64 / float32 when read; sub-byte floats are not.
+    {32, "COMPLEX32", true, DType::Complex64, Narrow::Complex32},
+    {33, "HIFLOAT8", true, DType::Float32, Narrow::HiFloat8},
+    {34, "FLOAT8_E5M2", true, DType::Float32, Narrow::Float8E5M2},
+    {35, "FLOAT8_E4M3FN", true, DType::Float32, Narrow::Float8E4M3FN},
+    {36, "FLOAT8_E8M0", true, DType::Float32, Narrow::Float8E8M0},
+    {37, "FLOAT6_E3M2", false, DType::Float32},  {38, "FLOAT6_E2M3", false, DType::Float32},
+    {39, "FLOAT4_E2M1", false, DType::Float32},  {40, "FLOAT4_E1M2", false, DType::Float32},
+    {41, "HIFLOAT4", false, DType::Float32},     {42, "HIFLOAT4_SCALE", false, DType::Float32},
 };
+
+const BinTypeEntry* entry_of(int32_t code) {
+  for (const auto& e : kBinTypes)
+    if (e.code == code) return &e;
+  return nullptr;
+}
+
+// Bytes per stored element of a narrow type.
+uint64_t stored_size(Narrow n) { return n == Narrow::Complex32 ? 4 : 1; }
+
+// The stored elements of a narrow type, widened into `out` (float32, or complex64 pairs).
+void decode_narrow(Narrow n, const uint8_t* in, uint64_t count, void* out) {
+  float* f = static_cast<float*>(out);
+  switch (n) {
+    case Narrow::Complex32: {
+      const uint16_t* h = reinterpret_cast<const uint16_t*>(in);  // real, imaginary float16 pairs
+      for (uint64_t i = 0; i < 2 * count; ++i) {
+        uint16_t v;
+        std::memcpy(&v, h + i, 2);
+        f[i] = half_to_float(v);
+      }
+      break;
+    }
+    case Narrow::HiFloat8: for (uint64_t i = 0; i < count; ++i) f[i] = hifloat8_to_float(in[i]); break;
+    case Narrow::Float8E5M2: for (uint64_t i = 0; i < count; ++i) f[i] = float8_e5m2_to_float(in[i]); break;
+    case Narrow::Float8E4M3FN: for (uint64_t i = 0; i < count; ++i) f[i] = float8_e4m3fn_to_float(in[i]); break;
+    case Narrow::Float8E8M0: for (uint64_t i = 0; i < count; ++i) f[i] = float8_e8m0_to_float(in[i]); break;
+    case Narrow::None: break;
+  }
+}
 
 Shape to_shape(const pb::Shape& s) {
   Shape out;
@@ -109,7 +152,7 @@ std::string bin_format_name(int32_t format) {
 
 int32_t bin_data_type_of(DType t) {
   for (const auto& e : kBinTypes)
-    if (e.has_dtype && e.dtype == t) return e.code;
+    if (e.has_dtype && e.narrow == Narrow::None && e.dtype == t) return e.code;
   return -1;
 }
 
@@ -132,12 +175,14 @@ Tensor BinDump::tensor(const BinTensor& t) const {
   DType dtype;
   if (!dtype_of_bin_data_type(t.data_type, &dtype))
     throw FormatError(path, "data type " + bin_data_type_name(t.data_type) + " cannot be converted to an array");
+  const Narrow narrow = entry_of(t.data_type)->narrow;
   Tensor out;
   out.dtype = dtype;
   out.shape = t.shape;
-  uint64_t need;
+  uint64_t need, numel;
   try {
-    need = shape_numel(t.shape) * dtype_size(dtype);
+    numel = shape_numel(t.shape);
+    need = numel * (narrow == Narrow::None ? dtype_size(dtype) : stored_size(narrow));
   } catch (const Error& e) {
     throw FormatError(path, e.what());
   }
@@ -145,6 +190,13 @@ Tensor BinDump::tensor(const BinTensor& t) const {
     throw FormatError(path, "tensor of shape " + shape_to_string(t.shape) + " and type " + bin_data_type_name(t.data_type) +
                                 " needs " + std::to_string(need) + " bytes but declares " + std::to_string(t.size));
   const char* data = static_cast<const char*>(file->data()) + t.offset;
+  if (narrow != Narrow::None) {  // widened to a type every reader computes with
+    auto wide = std::make_shared<HeapBuffer>(static_cast<size_t>(numel * dtype_size(dtype)));
+    decode_narrow(narrow, reinterpret_cast<const uint8_t*>(data), numel, wide->mutable_data());
+    out.data = wide->data();
+    out.buffer = std::move(wide);
+    return out;
+  }
   // The header length is arbitrary, so data may sit at any address; kernels read typed values,
   // which must be aligned: such tensors are copied.
   if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) != 0) {

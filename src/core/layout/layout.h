@@ -44,13 +44,16 @@ std::string mindspore_file_name(const OpIdentity& op, IoKind io, uint32_t slot,
 
 // The parts of a dump file name, recovered from
 // {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}[.{input|output}.{slot}.{format}[.{dtype}].npy]
-// (names were sanitized when written, so '.' separates fields).
+// (names were sanitized when written, so '.' separates fields). Also CANN's other forms: no stream
+// id ({op_type}.{op_name}.{task_id}.{timestamp}, older toolkits), and up to four numeric fields after
+// the timestamp in FFTS+ dumps (the thread and slice of an sgt-split op: ...{timestamp}.4.1.0.0).
 struct ParsedDumpName {
   OpIdentity op;
   bool has_io = false;  // an npy file of one tensor
   IoKind io = IoKind::Output;
   uint32_t slot = 0;
   std::string format;
+  std::string slice;  // FFTS+ fields after the timestamp ("4.1.0.0"); "" in the plain form
 };
 bool parse_dump_file_name(std::string_view file_name, ParsedDumpName* out);
 

@@ -120,26 +120,50 @@ bool to_u64(std::string_view s, uint64_t* out) {
 
 }  // namespace
 
+namespace {
+
+// {op_type}.{op_name}.{task_id}[.{stream_id}].{timestamp}[.{FFTS+ fields}] from the first n parts.
+bool parse_op_fields(const std::vector<std::string_view>& parts, size_t n, ParsedDumpName* p) {
+  if (n == 4) {  // no stream id
+    p->op.stream_id = 0;
+    if (!to_u64(parts[2], &p->op.task_id) || !to_u64(parts[3], &p->op.timestamp)) return false;
+  } else if (n >= 5 && n <= 9) {
+    if (!to_u64(parts[2], &p->op.task_id) || !to_u64(parts[3], &p->op.stream_id) || !to_u64(parts[4], &p->op.timestamp))
+      return false;
+    for (size_t i = 5; i < n; ++i) {
+      uint64_t field;
+      if (!to_u64(parts[i], &field)) return false;
+      if (!p->slice.empty()) p->slice += '.';
+      p->slice += parts[i];
+    }
+  } else {
+    return false;
+  }
+  p->op.op_type = std::string(parts[0]);
+  p->op.op_name = std::string(parts[1]);
+  return true;
+}
+
+}  // namespace
+
 bool parse_dump_file_name(std::string_view name, ParsedDumpName* out) {
   auto parts = split_dots(name);
   ParsedDumpName p;
-  if (parts.size() >= 9 && parts.back() == "npy") {
-    // 9 parts, or 10 when newer MindSpore appends the dtype before .npy
-    if (parts.size() > 10) return false;
+  size_t op_fields = parts.size();
+  if (parts.size() >= 8 && parts.back() == "npy") {
+    // ...{io}.{slot}.{format}.npy, or ...{io}.{slot}.{format}.{dtype}.npy (newer MindSpore)
+    const size_t io = parts[parts.size() - 4] == "input" || parts[parts.size() - 4] == "output" ? parts.size() - 4
+                                                                                                : parts.size() - 5;
+    if (parts[io] != "input" && parts[io] != "output") return false;
     uint64_t slot;
-    if (parts[5] != "input" && parts[5] != "output") return false;
-    if (!to_u64(parts[6], &slot) || slot > UINT32_MAX) return false;
+    if (!to_u64(parts[io + 1], &slot) || slot > UINT32_MAX) return false;
     p.has_io = true;
-    p.io = parts[5] == "input" ? IoKind::Input : IoKind::Output;
+    p.io = parts[io] == "input" ? IoKind::Input : IoKind::Output;
     p.slot = static_cast<uint32_t>(slot);
-    p.format = std::string(parts[7]);
-  } else if (parts.size() != 5) {
-    return false;
+    p.format = std::string(parts[io + 2]);
+    op_fields = io;
   }
-  if (!to_u64(parts[2], &p.op.task_id) || !to_u64(parts[3], &p.op.stream_id) || !to_u64(parts[4], &p.op.timestamp))
-    return false;
-  p.op.op_type = std::string(parts[0]);
-  p.op.op_name = std::string(parts[1]);
+  if (!parse_op_fields(parts, op_fields, &p)) return false;
   *out = std::move(p);
   return true;
 }

@@ -124,6 +124,9 @@ bool parse_shape(const std::string& cell, Shape* out) {
   return true;
 }
 
+// The matching key of one FFTS+ slice of an op: each slice pairs with the same slice on the other side.
+std::string sliced(std::string key, const std::string& slice) { return slice.empty() ? key : key + "#sgt" + slice; }
+
 class Indexer {
  public:
   Indexer(DumpIndex& index, const std::set<uint32_t>& ranks) : index_(index), ranks_(ranks) {}
@@ -174,7 +177,7 @@ class Indexer {
     } else {
       e.op_name = name.size() > 4 ? name.substr(0, name.size() - 4) : name;
     }
-    e.key_name = sanitize_name(e.op_name);
+    e.key_name = sliced(sanitize_name(e.op_name), p.slice);
     try {
       NpyHeader h = read_npy_header(f.path);
       e.dtype = h.dtype;
@@ -208,7 +211,7 @@ class Indexer {
     }
     if (!d.op_name.empty()) proto.op_name = d.op_name;  // the header has the name unsanitized
     if (!named) proto.timestamp = d.dump_time;
-    proto.key_name = sanitize_name(proto.op_name);
+    proto.key_name = sliced(sanitize_name(proto.op_name), p.slice);
     uint32_t index = 0;
     for (int pass = 0; pass < 2; ++pass) {
       const auto& list = pass == 0 ? d.inputs : d.outputs;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace opdump {
 namespace {
@@ -91,6 +92,47 @@ uint16_t float_to_bf16(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
+}
+
+}  // namespace opdump
+
+namespace opdump {
+
+float float8_e5m2_to_float(uint8_t v) { return half_to_float(static_cast<uint16_t>(v) << 8); }  // float16's top byte
+
+float float8_e4m3fn_to_float(uint8_t v) {
+  const float sign = (v & 0x80) ? -1.0f : 1.0f;
+  const int exponent = (v >> 3) & 0xF, mantissa = v & 0x7;
+  if (exponent == 0xF && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa) / 8.0f, -6);
+  return sign * std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+}
+
+float float8_e8m0_to_float(uint8_t v) {
+  if (v == 0xFF) return std::numeric_limits<float>::quiet_NaN();
+  return std::ldexp(1.0f, static_cast<int>(v) - 127);
+}
+
+float hifloat8_to_float(uint8_t v) {
+  const float sign = (v & 0x80) ? -1.0f : 1.0f;
+  if (v == 0x00) return 0.0f;
+  if (v == 0x80) return std::numeric_limits<float>::quiet_NaN();
+  if ((v & 0x7F) == 0x6F) return sign * std::numeric_limits<float>::infinity();
+  int exponent = 0, mantissa_bits = 3;
+  if (v & 0x60) {  // dot 01, 10, 11: exponent width D = 2, 3, 4
+    const int width = ((v >> 5) & 0x3) + 1;
+    mantissa_bits = 5 - width;
+    const int magnitude = (1 << (width - 1)) + ((v & 0x0F) >> mantissa_bits);
+    exponent = (v & 0x10) ? -magnitude : magnitude;
+  } else if ((v & 0x70) == 0x10) {  // dot 001: D = 1, exponent +-1
+    exponent = (v & 0x08) ? -1 : 1;
+  } else if ((v & 0x78) == 0x08) {  // dot 0001: D = 0, exponent 0
+    exponent = 0;
+  } else {  // dot 0000: denormal 2^(M - 23), M = 1..7
+    return sign * std::ldexp(1.0f, (v & 0x7) - 23);
+  }
+  const int mantissa = v & ((1 << mantissa_bits) - 1);
+  return sign * std::ldexp(1.0f + static_cast<float>(mantissa) / static_cast<float>(1 << mantissa_bits), exponent);
 }
 
 }  // namespace opdump
