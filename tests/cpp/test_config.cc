@@ -116,9 +116,38 @@ TEST(ConfigPaths, AclPriority) {
   EXPECT_EQ(parse_config(text, "t", env_of({{"NPU_COLLECT_PATH", "/npu"}, {"ASCEND_WORK_PATH", "/ascend"}})).dump_path, "/npu");
   EXPECT_EQ(parse_config(text, "t", env_of({{"ASCEND_WORK_PATH", "/ascend"}})).dump_path, "/ascend");
   EXPECT_EQ(parse_config(text, "t", env_of({})).dump_path, "/work/run/cfg_out");
-  DumpConfig none = parse_config(R"({"dump": {"dump_list": []}})", "t", env_of({}));
-  EXPECT_EQ(none.dump_path, "/work/run");
-  EXPECT_EQ(none.dump_path_origin, "current directory");
+  // the field is required all the same (CANN's validator), the variables only take its place
+  EXPECT_THROW(parse_config(R"({"dump": {"dump_list": []}})", "t", env_of({{"ASCEND_WORK_PATH", "/ascend"}})), ConfigError);
+  // exception dumps name no folder: the current directory unless a variable says otherwise
+  DumpConfig exception = parse_config(R"({"dump": {"dump_scene": "aic_err_brief_dump"}})", "t", env_of({}));
+  EXPECT_EQ(exception.dump_path, "/work/run");
+  EXPECT_EQ(exception.dump_path_origin, "current directory");
+}
+
+// GE's DumpConfigValidator (CANN's own check of acl.json): the cases where it and opdump disagreed.
+TEST(ConfigRules, CannValidatorAcceptsWhatItAccepts) {
+  DumpConfig empty = parse_config("{}", "t", env_of({}));
+  EXPECT_FALSE(empty.enabled);  // {} is "no dump"
+  ASSERT_EQ(empty.warnings.size(), 1u);
+  DumpConfig kernel = parse_config(R"({"dump": {"dump_path": "/o", "dump_level": "kernel"}})", "t", env_of({}));
+  EXPECT_EQ(kernel.level, ObserveLevel::Kernel);
+  DumpConfig op = parse_config(R"({"dump": {"dump_path": "/o", "dump_level": "op"}, "opdump": {"level": "all"}})", "t", env_of({}));
+  EXPECT_EQ(op.level, ObserveLevel::All);  // the opdump object wins
+  DumpConfig stats = parse_config(R"({"dump": {"dump_path": "/o", "dump_data": "stats", "dump_stats": ["Max", "Nan", "L2norm"]}})",
+                                  "t", env_of({}));
+  ASSERT_EQ(stats.stat_categories.size(), 3u);
+  EXPECT_EQ(stat_category_key(stats.stat_categories[1]), "nan count");
+  std::string steps;
+  for (int i = 0; i < 100; ++i) steps += (i ? "|" : "") + std::to_string(i * 2);
+  EXPECT_NO_THROW(parse_config(R"({"dump": {"dump_path": "/o", "dump_step": ")" + steps + "\"}}", "t", env_of({})));
+  EXPECT_NO_THROW(parse_config(R"({"dump": {"dump_path": "/a-b_c.d/[x]/{y}/1+1=2"}})", "t", env_of({})));
+  try {
+    parse_config(R"({"dump": {"dump_path": "/)" + std::string(600, 'a') + "\"}}", "t", env_of({}));
+    FAIL() << "a 601-character dump_path was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "dump.dump_path");
+    EXPECT_NE(std::string(e.what()).find("at most 512"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ConfigPaths, MindSporeEmptyPathUsesDiagnosticVariable) {
@@ -247,8 +276,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"ms_e2e_enable_type", "{\"common_dump_settings\": {}, \"e2e_dump_settings\": {\"enable\": \"yes\"}}", "e2e_dump_settings.enable", "true or false"},
         BadConfig{"session_no_path", "{\"enable_dump\": true}", "dump_path", "required"},
         BadConfig{"session_step", "{\"enable_dump\": true, \"dump_path\": \"/o\", \"dump_step\": \"a\"}", "dump_step", "contains 'a'"},
-        BadConfig{"opdump_level", "{\"dump\": {}, \"opdump\": {\"level\": \"op\"}}", "opdump.level", "\"api\", \"kernel\", \"all\""},
-        BadConfig{"opdump_threads", "{\"dump\": {}, \"opdump\": {\"writer_threads\": 65}}", "opdump.writer_threads", "0 to 64"}),
+        BadConfig{"opdump_level", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"level\": \"op\"}}", "opdump.level", "\"api\", \"kernel\", \"all\""},
+        BadConfig{"opdump_threads", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"writer_threads\": 65}}", "opdump.writer_threads", "0 to 64"},
+        // GE's DumpConfigValidator rules
+        BadConfig{"cann_no_dump_path", "{\"dump\": {\"dump_list\": [{\"model_name\": \"m\"}]}}", "dump.dump_path", "is required"},
+        BadConfig{"cann_empty_dump_path", "{\"dump\": {\"dump_path\": \"\"}}", "dump.dump_path", "is empty"},
+        BadConfig{"cann_path_space", "{\"dump\": {\"dump_path\": \"/my dump\"}}", "dump.dump_path", "a space at position 3"},
+        BadConfig{"cann_path_tilde", "{\"dump\": {\"dump_path\": \"~/dump\"}}", "dump.dump_path", "'~' at position 0"},
+        BadConfig{"cann_path_angle", "{\"dump\": {\"dump_path\": \"/d<1>\"}}", "dump.dump_path", "'<' at position 2"},
+        BadConfig{"cann_remote_path", "{\"dump\": {\"dump_path\": \"10.0.0.7:/dump\"}}", "dump.dump_path", "remote dump path"},
+        BadConfig{"cann_101_steps", "{\"dump\": {\"dump_path\": \"/o\", \"dump_step\": \"0|1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25|26|27|28|29|30|31|32|33|34|35|36|37|38|39|40|41|42|43|44|45|46|47|48|49|50|51|52|53|54|55|56|57|58|59|60|61|62|63|64|65|66|67|68|69|70|71|72|73|74|75|76|77|78|79|80|81|82|83|84|85|86|87|88|89|90|91|92|93|94|95|96|97|98|99|100\"}}", "dump.dump_step", "at most 100"},
+        BadConfig{"cann_empty_layer", "{\"dump\": {\"dump_path\": \"/o\", \"dump_list\": [{\"model_name\": \"m\", \"layer\": []}]}}", "dump.dump_list[0].layer", "is empty"},
+        BadConfig{"cann_dump_level", "{\"dump\": {\"dump_path\": \"/o\", \"dump_level\": \"layer\"}}", "dump.dump_level", "\"op\", \"kernel\", \"all\""},
+        BadConfig{"cann_dump_stats_tensor", "{\"dump\": {\"dump_path\": \"/o\", \"dump_stats\": [\"Max\"]}}", "dump.dump_stats", "dump_data \"stats\""},
+        BadConfig{"cann_dump_stats_empty", "{\"dump\": {\"dump_path\": \"/o\", \"dump_data\": \"stats\", \"dump_stats\": []}}", "dump.dump_stats", "is empty"},
+        BadConfig{"cann_dump_stats_name", "{\"dump\": {\"dump_path\": \"/o\", \"dump_data\": \"stats\", \"dump_stats\": [\"Median\"]}}", "dump.dump_stats[0]", "\"Max\""}),
     [](const ::testing::TestParamInfo<BadConfig>& info) { return std::string(info.param.name); });
 
 TEST(ConfigLimits, HugeConfigIsRejectedBeforeParsing) {

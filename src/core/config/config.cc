@@ -203,6 +203,12 @@ DumpConfig parse_config(const std::string& text, const std::string& source, cons
   DumpConfig c;
   c.source = source;
   c.original_text = text;
+  if (doc.empty()) {  // CANN's validator reads {} as "no dump"
+    c.dialect = Dialect::Acl;
+    c.enabled = false;
+    c.warnings.push_back("the config is {}: no dump is configured, nothing will be dumped");
+    return c;
+  }
   const bool acl = doc.contains("dump");
   const bool ms = doc.contains("common_dump_settings") || doc.contains("e2e_dump_settings");
   const bool session = doc.contains("enable_dump") || doc.contains("dump_path") || doc.contains("dump_step") ||

@@ -1,5 +1,8 @@
 // acl.json dialect: {"dump": {...}} (the CANN offline-model dump guide, the torch_npu accuracy
 // comparison guide, the CANN aclmdlSetDump reference), with the aclmdlSetDump reference's rules.
+#include <algorithm>
+#include <cctype>
+
 #include "config_internal.h"
 #include "opdump/error.h"
 #include "select/kernel_filter.h"
@@ -15,12 +18,67 @@ ModelSelection parse_entry(const json& e, const std::string& path, std::vector<s
     m.model_name = *v;
   }
   if (auto v = f.string_list("layer", kMaxListEntries)) {
+    if (v->empty())
+      throw ConfigError(f.path("layer"), "is empty: list the layers to dump, or leave the key out to dump the whole "
+                                         "model (CANN ignores such an entry, so its model would not be dumped)");
     m.layers = *v;
     KernelFilter(m.layers, f.path("layer"));  // validates every entry (name-regex syntax) now, as dumping will
   }
   if (auto v = f.string_list("watcher_nodes", kMaxListEntries)) m.watcher_nodes = *v;
   f.warn_unknown(warnings);
   return m;
+}
+
+// CANN's dump_path rules (GE's DumpConfigValidator): not empty, at most 512 characters, made of
+// letters, digits and -=[];\,./!@#$%^&*()_+{}:? only; "IP:path" names a folder on another host.
+void check_dump_path(const Fields& f) {
+  const std::string field = f.path("dump_path");
+  const std::string path = *f.string("dump_path");
+  if (path.empty()) throw ConfigError(field, "is empty; give the folder to dump into");
+  if (path.size() > 512)
+    throw ConfigError(field, "is " + std::to_string(path.size()) + " characters long; CANN allows at most 512");
+  const size_t colon = path.find(':');
+  if (colon != std::string::npos) {
+    const std::string host = path.substr(0, colon);
+    int parts = 0;
+    bool ipv4 = !host.empty();
+    for (size_t start = 0; ipv4 && start <= host.size(); ++parts) {
+      size_t dot = host.find('.', start);
+      if (dot == std::string::npos) dot = host.size();
+      const std::string part = host.substr(start, dot - start);
+      ipv4 = !part.empty() && part.size() <= 3 && std::all_of(part.begin(), part.end(), ::isdigit) && std::stoi(part) <= 255;
+      start = dot + 1;
+    }
+    if (ipv4 && parts == 4)
+      throw ConfigError(field, "\"" + path + "\" is a remote dump path (IP:folder), which CANN sends to another host; "
+                               "opdump writes the files of the process itself: give a local folder");
+  }
+  static const std::string kAllowed = "-=[];\\,./!@#$%^&*()_+{}:?";
+  for (size_t i = 0; i < path.size(); ++i) {
+    const unsigned char ch = static_cast<unsigned char>(path[i]);
+    if (!std::isalnum(ch) && kAllowed.find(path[i]) == std::string::npos)
+      throw ConfigError(field, "\"" + path + "\" has " + (ch == ' ' ? std::string("a space") : "'" + std::string(1, path[i]) + "'") +
+                                   " at position " + std::to_string(i) + "; CANN allows letters, digits and " + kAllowed);
+  }
+}
+
+// dump_stats (with dump_data "stats"): CANN's names for the statistic categories.
+std::vector<StatCategory> parse_dump_stats(const Fields& f, const std::vector<std::string>& names) {
+  static const std::vector<std::pair<std::string, const char*>> kNames = {
+      {"Max", "max"}, {"Min", "min"}, {"Avg", "avg"}, {"Nan", "nan count"}, {"Negative Inf", "negative inf count"},
+      {"Positive Inf", "positive inf count"}, {"L2norm", "l2norm"}};
+  if (names.empty()) throw ConfigError(f.path("dump_stats"), "is empty; list statistics or leave the key out");
+  std::vector<StatCategory> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = std::find_if(kNames.begin(), kNames.end(), [&](const auto& n) { return n.first == names[i]; });
+    if (it == kNames.end())
+      throw ConfigError(f.path("dump_stats") + "[" + std::to_string(i) + "]",
+                        "\"" + names[i] + "\" is not one of \"Max\", \"Min\", \"Avg\", \"Nan\", \"Negative Inf\", "
+                        "\"Positive Inf\", \"L2norm\"");
+    const StatCategory cat = *stat_category_from_key(it->second);
+    if (std::find(out.begin(), out.end(), cat) == out.end()) out.push_back(cat);
+  }
+  return out;
 }
 
 // Where files go: NPU_COLLECT_PATH > ASCEND_WORK_PATH > dump_path > current directory (the CANN
@@ -50,7 +108,7 @@ void parse_acl(const json& doc, DumpConfig& c, const ParseOptions& options) {
   top.warn_unknown(&c.warnings);
   Fields f(doc.at("dump"), "dump",
            {"dump_list", "dump_path", "dump_mode", "dump_op_switch", "dump_data", "dump_scene", "dump_debug",
-            "dump_step"});
+            "dump_step", "dump_level", "dump_stats"});
   c.layout = Layout::Ascend;
   c.file_format = FileFormat::Npy;
 
@@ -66,7 +124,20 @@ void parse_acl(const json& doc, DumpConfig& c, const ParseOptions& options) {
     c.io = *v == "input" ? IoSelect::Input : *v == "output" ? IoSelect::Output : IoSelect::All;
   const bool op_switch_on = f.choice("dump_op_switch", {"on", "off"}).value_or("off") == "on";
   if (auto v = f.choice("dump_data", {"tensor", "stats"})) c.saved_data = *v == "tensor" ? SavedData::Tensor : SavedData::Statistic;
-  if (auto v = f.string("dump_step")) c.iterations = IterationSet::parse(*v, f.path("dump_step"));
+  if (auto v = f.string("dump_step")) {
+    if (std::count(v->begin(), v->end(), '|') >= 100)
+      throw ConfigError(f.path("dump_step"), "has " + std::to_string(std::count(v->begin(), v->end(), '|') + 1) +
+                                                 " entries; CANN dumps at most 100 (use ranges: \"0-99\")");
+    c.iterations = IterationSet::parse(*v, f.path("dump_step"));
+  }
+  if (auto v = f.choice("dump_level", {"op", "kernel", "all"}))  // the "opdump" object's level, read later, wins
+    c.level = *v == "op" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
+  if (auto v = f.string_list("dump_stats", 16)) {
+    if (c.saved_data != SavedData::Statistic)
+      throw ConfigError(f.path("dump_stats"), "needs dump.dump_data \"stats\" (the statistics of tensors not dumped)");
+    c.stat_categories = parse_dump_stats(f, *v);
+  }
+  if (f.has("dump_path")) check_dump_path(f);
   if (auto v = f.choice("dump_scene", {"aic_err_brief_dump", "aic_err_norm_dump", "aic_err_detail_dump",
                                        "lite_exception", "watcher"})) {
     if (*v == "watcher") c.scene = Scene::Watcher;
@@ -122,6 +193,10 @@ void parse_acl(const json& doc, DumpConfig& c, const ParseOptions& options) {
     c.io = IoSelect::All;  // overflowing ops are dumped with their inputs and outputs
   }
   if (exception) c.io = IoSelect::All;
+  // Every dump but the exception scenes (which write under ASCEND_WORK_PATH) names its folder.
+  if (c.scene == Scene::Normal && !f.has("dump_path"))
+    throw ConfigError("dump.dump_path", "is required (CANN's aclmdlSetDump reference); NPU_COLLECT_PATH or "
+                                        "ASCEND_WORK_PATH, when set, take its place");
 
   // Single-operator dump: dump_op_switch "on" (single-operator model execution), or an empty
   // dump_list in a plain dump (single-operator API execution, the CANN offline-model dump guide's third example).
