@@ -27,7 +27,7 @@ step "fuzzing: kept findings, then ${FUZZ_SECONDS}s per target"
 corpus="$(mktemp -d)"
 trap 'rm -rf "$corpus"' EXIT
 PYTHONPATH="$PWD/build/python" /usr/bin/python3 tests/fuzz/make_corpus.py "$corpus"
-for target in config npy bin csv; do
+for target in config npy bin csv opdebug; do
   if compgen -G "tests/fuzz/regressions/$target/*" >/dev/null; then
     build-fuzz/fuzz_$target tests/fuzz/regressions/$target/*
   fi

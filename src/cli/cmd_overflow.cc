@@ -9,8 +9,9 @@ namespace opdump::cli {
 
 void add_overflow_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
-      "overflow", "List the ops of an existing dump (npy, bin or statistic.csv) whose outputs hold NaN/Inf, in "
-                  "execution order, and the root cause: the first op whose inputs were finite and outputs not");
+      "overflow", "List the ops of an existing dump (npy, bin or statistic.csv) whose outputs hold NaN/Inf, or that "
+                  "CANN's Opdebug records flag, in execution order, and the root cause: the first op whose inputs "
+                  "were finite and outputs not");
   struct Args {
     std::string path, json;
     bool fp16 = false;
@@ -31,14 +32,17 @@ void add_overflow_command(CLI::App& app, int* exit_code) {
     options.ignore_ops.insert(options.ignore_ops.end(), args->ignore.begin(), args->ignore.end());
     const OverflowScan scan = scan_overflow(args->path, options);
     for (const std::string& w : scan.warnings) fmt::print(stderr, "opdump: warning: {}\n", w);
-    fmt::print("{} ops, {} tensors checked; {} overflowing ops\n", scan.ops, scan.tensors, scan.events.size());
+    fmt::print("{} ops, {} tensors checked{}; {} overflowing ops\n", scan.ops, scan.tensors,
+               scan.records ? fmt::format(", {} CANN Opdebug records read", scan.records) : std::string(),
+               scan.events.size());
     for (const std::string& f : scan.statistics_without_counts)
       fmt::print(stderr,
                  "opdump: warning: {} has no NaN/Inf count columns; only tensors without any finite value are seen\n",
                  f);
     for (const OverflowEvent& e : scan.events)
-      fmt::print("  [rank {}, iteration {}] task {:>6}  {} ({}){}\n", e.rank, e.iteration, e.op.task_id, e.op.op_name,
-                 e.op.op_type, e.inputs_finite ? "" : "  (inputs already overflowed)");
+      fmt::print("  [rank {}, iteration {}] task {:>6}  {} ({}){}{}\n", e.rank, e.iteration, e.op.task_id, e.op.op_name,
+                 e.op.op_type, e.inputs_finite ? "" : "  (inputs already overflowed)",
+                 e.recorded.empty() ? "" : "  recorded by CANN: " + e.recorded);
     if (scan.root_cause)
       fmt::print("root cause: {} ({}) on rank {}, iteration {}, task {}, in {}\n", scan.root_cause->op.op_name,
                  scan.root_cause->op.op_type, scan.root_cause->rank, scan.root_cause->iteration,

@@ -5,6 +5,7 @@ files and statistic.csv from a real dump, and mapping csv files.
 import glob
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def main(out):
-    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv")}
+    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv", "opdebug")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     for path in glob.glob(os.path.join(ROOT, "tests/data/configs/**/*.json"), recursive=True) + \
@@ -51,6 +52,16 @@ def main(out):
                     shutil.copy(path, os.path.join(dirs["csv"], f"{file_format}{i}_{base}"))
                 elif file_format == "bin":
                     shutil.copy(path, os.path.join(dirs["bin"], f"{i}.bin"))
+    # CANN Opdebug records: a bin (first byte 0) and MindSpore's JSON (first byte 1), from the test writers.
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    from test_cli import opdebug_record, write_bin
+    with tempfile.TemporaryDirectory() as tmp:
+        write_bin(pathlib.Path(tmp, "r"), [], [opdebug_record(2, 0, 4)], op_name="Node_OpDebug")
+        with open(os.path.join(tmp, "r"), "rb") as f, open(os.path.join(dirs["opdebug"], "record.bin"), "wb") as o:
+            o.write(b"\0" + f.read())
+    with open(os.path.join(dirs["opdebug"], "record.json"), "wb") as o:
+        o.write(b"\1" + json.dumps({"AI Core": {"stream_id": 0, "task_id": 7, "kernel_code": "0x12c0", "status": 32},
+                                    "L2 Atomic Add": {"status": 0}}).encode())
     print({k: len(os.listdir(v)) for k, v in dirs.items()})
 
 

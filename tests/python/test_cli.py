@@ -28,7 +28,7 @@ def field(num, wire, payload):
     return key + varint(len(payload)) + payload
 
 
-BIN_TYPES = {np.float32: 1, np.float16: 2, np.int8: 3, np.int32: 7, np.int64: 8, np.float64: 12}
+BIN_TYPES = {np.float32: 1, np.float16: 2, np.int8: 3, np.uint8: 4, np.int32: 7, np.int64: 8, np.float64: 12}
 
 
 def tensor_msg(a, fmt=2, size_field=5):
@@ -182,3 +182,45 @@ def test_compare_pairs_ffts_slices_and_names_without_stream_id(run, tmp_path):
     # slice 1's input and output fail, slice 0's pass: each slice met its own partner
     assert by_type["MatMul"].count("pass") == 2 and set(by_type["MatMul"]) - {"pass"} <= {"warning", "error"}
     assert by_type["Add"] == ["pass", "pass"]
+
+
+def opdebug_record(task, stream, status):
+    """The bytes of a CANN overflow record: AI Core info at 256 (model, stream, task, task type),
+    its kernel code, block and status at 1024 (the DHA and L2 units left clear)."""
+    record = bytearray(1048)
+    struct.pack_into("<QQQQ", record, 256, 1, stream, task, 0)
+    struct.pack_into("<QQQ", record, 1024, 0x12c0, 3, status)
+    return np.frombuffer(bytes(record), dtype=np.uint8)
+
+
+def test_overflow_reads_cann_opdebug_records(run, tmp_path):
+    """Saturation mode: the Mul overflowed but saturated to float16's largest value, so no tensor
+    shows it; CANN's Opdebug record does. A record of a task not dumped is reported too, and one
+    whose status is clear is not."""
+    folder = tmp_path / "dump" / "20260101000000" / "0" / "net" / "1" / "0"
+    folder.mkdir(parents=True)
+    x = np.ones((2, 2), np.float16)
+    write_bin(folder / "Cast.Default_Cast-op1.1.0.100", [x], [x], op_name="Default/Cast-op1")
+    write_bin(folder / "Mul.Default_Mul-op2.2.0.200", [x], [np.full((2, 2), 65504, np.float16)], op_name="Default/Mul-op2")
+    write_bin(folder / "Add.Default_Add-op3.3.0.300", [x], [x], op_name="Default/Add-op3")
+    write_bin(folder / "Opdebug.Node_OpDebug.10.0.400", [], [opdebug_record(2, 0, 0x4)], op_name="Node_OpDebug")
+    write_bin(folder / "Opdebug.Node_OpDebug.12.0.600", [], [opdebug_record(3, 0, 0)], op_name="Node_OpDebug")
+    (folder / "Opdebug.Node_OpDebug.11.0.500.output.0.json").write_text(json.dumps(  # MindSpore's conversion
+        {"DHA Atomic Add": {"model_id": 1, "stream_id": 0, "task_id": 0, "task_type": 0, "pc_start": "0x0",
+                            "para_base": "0x0", "status": 0},
+         "L2 Atomic Add": {"model_id": 1, "stream_id": 0, "task_id": 0, "task_type": 0, "pc_start": "0x0",
+                           "para_base": "0x0", "status": 0},
+         "AI Core": {"model_id": 1, "stream_id": 0, "task_id": 7, "task_type": 0, "pc_start": "0x0",
+                     "para_base": "0x0", "kernel_code": "0x12c0", "block_idx": 1, "status": 32}}))
+    proc = run("overflow", tmp_path / "dump", "--json", tmp_path / "o.json", check=0)
+    assert "3 CANN Opdebug records read" in proc.stdout and "2 overflowing ops" in proc.stdout, proc.stdout
+    result = json.loads((tmp_path / "o.json").read_text())
+    assert [(o["op_name"], o["task_id"]) for o in result["ops"]] == [
+        ("Default/Mul-op2", 2), ("task 7 of stream 0 (not dumped)", 7)]
+    assert "AI Core status 0x4 in Opdebug.Node_OpDebug.10.0.400" == result["ops"][0]["recorded"]
+    assert "AI Core status 0x20" in result["ops"][1]["recorded"]
+    assert result["root_cause"]["op_name"] == "Default/Mul-op2"
+    # the records are not tensors: compare leaves them out
+    run("compare", tmp_path / "dump", tmp_path / "dump", "-o", tmp_path / "cmp", "-q", check=0)
+    rows = list(csv.DictReader(open(tmp_path / "cmp" / "compare_result.csv")))
+    assert rows and not any("OpDebug" in r["Target"] for r in rows)

@@ -49,6 +49,9 @@ struct OverflowEvent {
   bool inputs_finite = true;  // every input held only finite values (within range)
   std::vector<OverflowTensor> tensors;  // the op's checked inputs and outputs
   std::string folder;                   // where its files went ("" when not dumped)
+  // What the hardware recorded, when a CANN Opdebug record flagged it ("AI Core status 0x4 in
+  // Opdebug.Node_OpDebug...."): saturation-mode overflows show in no tensor.
+  std::string recorded;
 };
 
 // The Opdebug record of the MindSpore Dump guide (Opdebug.Node_OpDebug.{task}.{stream}.{timestamp}.output.0.json).

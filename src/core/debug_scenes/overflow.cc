@@ -58,7 +58,8 @@ nlohmann::json event_json(const OverflowEvent& e, bool fp16_range) {
           {"inputs_finite", e.inputs_finite},
           {"check", fp16_range ? "nan_inf_and_fp16_range" : "nan_inf"},
           {"tensors", tensors},
-          {"folder", e.folder}};
+          {"folder", e.folder},
+          {"recorded", e.recorded}};
 }
 
 bool before(const OverflowEvent& a, const OverflowEvent& b) {

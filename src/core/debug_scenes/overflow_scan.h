@@ -1,5 +1,6 @@
 // `opdump overflow PATH`: finds the overflowing ops of an existing dump (npy, Ascend bin or
-// statistic.csv) in execution order, and the root cause, offline.
+// statistic.csv, and CANN's Opdebug records of overflows no tensor shows) in execution order, and
+// the root cause, offline.
 #pragma once
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@ struct OverflowScan {
   uint64_t ops = 0;         // ops found in the dump
   uint64_t tensors = 0;     // tensors checked
   uint64_t unreadable = 0;  // tensors whose data could not be decoded (skipped, with a warning)
+  uint64_t records = 0;     // CANN Opdebug records read (format/opdebug.h)
   std::vector<OverflowEvent> events;  // overflowing ops: iteration, task id, rank
   std::optional<OverflowEvent> root_cause;
   std::vector<std::string> warnings;  // from reading the dump, and unreadable tensors

@@ -22,6 +22,7 @@ DumpFileKind classify(const std::string& path) {
     const size_t n = std::char_traits<char>::length(s);
     return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
   };
+  if (name.rfind("Opdebug.Node_OpDebug.", 0) == 0) return DumpFileKind::OpdebugRecord;
   if (ends_with(".npy")) return DumpFileKind::Npy;
   if (name == "statistic.csv") return DumpFileKind::StatisticCsv;
   if (ends_with(".csv") || ends_with(".json") || ends_with(".txt") || ends_with(".ir") || ends_with(".pb"))

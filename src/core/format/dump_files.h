@@ -5,7 +5,8 @@
 
 namespace opdump {
 
-enum class DumpFileKind { Npy, Bin, StatisticCsv, Other };
+// OpdebugRecord: CANN's overflow records (format/opdebug.h), bin or MindSpore's json.
+enum class DumpFileKind { Npy, Bin, StatisticCsv, OpdebugRecord, Other };
 
 struct DumpFile {
   std::string path;      // full path

@@ -138,6 +138,7 @@ class Indexer {
       case DumpFileKind::Npy: index_npy(f, folder); break;
       case DumpFileKind::Bin: index_bin(f, folder); break;
       case DumpFileKind::StatisticCsv: index_statistics(f, folder); break;
+      case DumpFileKind::OpdebugRecord: index_.opdebug_files.push_back(f.path); break;
       case DumpFileKind::Other: break;
     }
   }
@@ -173,6 +174,7 @@ class Indexer {
       e.io = p.io;
       e.slot = p.slot;
       e.order = p.op.task_id;
+      e.stream = p.op.stream_id;
       e.timestamp = p.op.timestamp;
     } else {
       e.op_name = name.size() > 4 ? name.substr(0, name.size() - 4) : name;
@@ -199,6 +201,7 @@ class Indexer {
     proto.op_type = named ? p.op.op_type : "";
     proto.op_name = named ? p.op.op_name : name;
     proto.order = named ? p.op.task_id : 0;
+    proto.stream = named ? p.op.stream_id : 0;
     proto.timestamp = named ? p.op.timestamp : 0;
     BinDump d;
     try {

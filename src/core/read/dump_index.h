@@ -65,6 +65,7 @@ struct DumpEntry {
   IoKind io = IoKind::Output;
   uint32_t slot = 0;
   uint64_t order = 0;  // task id: execution index within the iteration
+  uint64_t stream = 0;  // the device stream its name records (0 when none)
   uint64_t timestamp = 0;
   uint64_t occurrence = 0;  // earlier entries of the same rank, iteration, op, io and slot (repeated names)
   // Where the values are: an npy file, one tensor of a bin file, or statistics only.
@@ -110,6 +111,7 @@ struct ExecutionOrder {
 struct DumpIndex {
   std::vector<DumpEntry> entries;  // sorted by iteration, rank, execution order, io, slot
   std::map<uint32_t, ExecutionOrder> order;  // by rank, where the dump has execution order files
+  std::vector<std::string> opdebug_files;     // CANN's overflow records (format/opdebug.h), read by the overflow scan
   std::vector<std::string> warnings;
   std::vector<uint32_t> ranks() const;
   std::vector<int64_t> iterations() const;
