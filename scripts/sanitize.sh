@@ -18,7 +18,7 @@ JOBS="$(nproc)"
 step() { echo "== sanitize: $*"; }
 
 step "clang ASan+UBSan build of the core, its tests and the fuzz targets"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DOPDUMP_BUILD_TORCH=OFF -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined -DOPDUMP_BUILD_FUZZ=ON >/dev/null
 ninja -C build-fuzz
 (cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
