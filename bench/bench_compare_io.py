@@ -13,6 +13,7 @@ Ratios above 1 mean opdump is faster; the targets are >= 0.8."""
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -77,10 +78,6 @@ def drop_caches():
         return False
 
 
-def best(n, fn):
-    return min(fn() for _ in range(n))
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--small-pairs", type=int, default=50_000)
@@ -98,11 +95,15 @@ def main():
             make_dumps(root, args.small_pairs, args.small_elements)
             files = files_of(root)
             cat_files(files)  # warm
-            t_cat = best(args.rounds, lambda: cat_files(files))
-            t_cmp = best(args.rounds, lambda: compare(args.opdump, root, os.path.join(work, "out")))
-            print(f"many small files ({len(files)} files of {args.small_elements} float32), warm, best of {args.rounds}:")
-            print(f"  cat {t_cat:.2f} s   opdump compare {t_cmp:.2f} s (reading, comparing, writing the reports)   "
-                  f"ratio (cat time / compare time): {t_cat / t_cmp:.2f}x")
+            t_cat, t_cmp = [], []
+            for _ in range(args.rounds):  # side by side, round by round
+                t_cat.append(cat_files(files))
+                t_cmp.append(compare(args.opdump, root, os.path.join(work, "out")))
+            ratios = [c / o for c, o in zip(t_cat, t_cmp)]
+            print(f"many small files ({len(files)} files of {args.small_elements} float32), warm, {args.rounds} rounds:")
+            print(f"  cat {statistics.median(t_cat):.2f} s   opdump compare {statistics.median(t_cmp):.2f} s (reading, "
+                  f"comparing, writing the reports)   ratio (cat time / compare time): {statistics.median(ratios):.2f}x "
+                  f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
             shutil.rmtree(root)
         if args.large_pairs:
             root = os.path.join(work, "large")
@@ -112,18 +113,23 @@ def main():
             if not drop_caches():
                 print("large files, cold: skipped (dropping the page cache needs root)")
                 return
+            # This VM's disk varies by tens of percent from minute to minute: each round measures the
+            # disk (the faster of one and two cat processes) and compare back to back, and the ratio
+            # is taken per round.
             rates = {"cat x1": [], "cat x2": [], "compare": []}
+            ratios = []
             for _ in range(args.rounds):
                 for name, run in (("cat x1", lambda: cat_files(files, 1)), ("cat x2", lambda: cat_files(files, 2)),
                                   ("compare", lambda: compare(args.opdump, root, os.path.join(work, "out")))):
                     drop_caches()
                     rates[name].append(total / run() / 1e9)
-            disk = max(max(rates["cat x1"]), max(rates["cat x2"]))
-            cmp = max(rates["compare"])
-            print(f"large files, cold ({len(files)} files, {total / 1e9:.1f} GB; best of {args.rounds}, caches dropped "
-                  f"before each run):")
-            print(f"  disk (cat, 1 and 2 processes) {max(rates['cat x1']):.2f} / {max(rates['cat x2']):.2f} GB/s   "
-                  f"opdump compare {cmp:.2f} GB/s   ratio: {cmp / disk:.2f}x of the disk")
+                ratios.append(rates["compare"][-1] / max(rates["cat x1"][-1], rates["cat x2"][-1]))
+            med = statistics.median
+            print(f"large files, cold ({len(files)} files, {total / 1e9:.1f} GB; {args.rounds} rounds, caches dropped "
+                  f"before each run; medians):")
+            print(f"  disk (cat, 1 and 2 processes) {med(rates['cat x1']):.2f} / {med(rates['cat x2']):.2f} GB/s   "
+                  f"opdump compare {med(rates['compare']):.2f} GB/s   ratio to the faster cat of the same round: "
+                  f"{med(ratios):.2f}x (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

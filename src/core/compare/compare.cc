@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -15,7 +16,7 @@
 #include "opdump/error.h"
 #include "format/statistic_csv.h"
 #include "origin.h"
-#include "util/file_read.h"
+#include "read_ahead.h"
 #include "util/thread_budget.h"
 
 namespace opdump {
@@ -234,14 +235,6 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
     r.reason = "dtype " + std::string(dtype_name(x.dtype)) + " vs " + std::string(dtype_name(y.dtype)) + " (compared in float64)";
 }
 
-// Starts reading a row's files into the page cache (large tensors only; see prefetch_file).
-void prefetch_row(const CompareRow& r) {
-  for (const DumpEntry* e : {r.target, r.reference})
-    if (e && e->source != DumpEntry::Source::Statistics && e->unreadable.empty() && e->shape_known &&
-        shape_numel(e->shape) * dtype_size(e->dtype) >= kReadWholeBelow)
-      prefetch_file(e->path);
-}
-
 bool is_folder(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -300,7 +293,10 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   // splits keep its core busy meanwhile (32 MB tensors on 2 cores: one per core was 8% slower than
   // the unbounded nesting this replaced; two per core is as fast).
   ThreadBudget budget(2 * threads);
-  const size_t lookahead = 2 * threads;
+  // The files ahead are read into the page cache by one stream in row order (two streams and the
+  // workers seeking between them measured slower here), at most 512 MB ahead of the workers.
+  std::optional<detail::ReadAhead> read_ahead;
+  read_ahead.emplace(result.rows, next, 1, uint64_t(512) << 20);
   auto worker = [&] {
     budget.take(1);
     struct Done {
@@ -310,9 +306,6 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     while (true) {
       const size_t i = next.fetch_add(1);
       if (i >= result.rows.size()) break;
-      // Rows are taken in order: the row `lookahead` places on is read from disk now, while this
-      // one is compared (cold dumps larger than memory: the disk never waits for the CPU).
-      if (i + lookahead < result.rows.size()) prefetch_row(result.rows[i + lookahead]);
       CompareRow& r = result.rows[i];
       if (r.target && r.reference) {
         try {
@@ -334,6 +327,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
+  read_ahead.reset();
   result.bytes_compared = bytes.load();
 
   for (size_t i = 0; i < result.rows.size(); ++i) {

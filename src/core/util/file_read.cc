@@ -62,12 +62,4 @@ std::string read_file_prefix(const std::string& path, size_t max_bytes, uint64_t
   return out;
 }
 
-void prefetch_file(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) return;
-  struct stat st;
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < kReadWholeBelow) return;
-  ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_WILLNEED);
-}
-
 }  // namespace opdump

@@ -1,7 +1,7 @@
 // Reading whole dump files as fast as the disk and the page cache allow: small files with one
 // read() into memory (a map and unmap per file cost more than the copy: dumps of big models hold
-// hundreds of thousands of small tensors), large ones mapped; and read-ahead of files about to be
-// read, so that the disk works while the CPU compares.
+// hundreds of thousands of small tensors), large ones mapped (compare/read_ahead.h has them read
+// into the page cache ahead of time).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -19,9 +19,5 @@ std::shared_ptr<const Buffer> read_file(const std::string& path);
 
 // The first `max_bytes` bytes (fewer when the file is shorter); *file_size gets the file's size.
 std::string read_file_prefix(const std::string& path, size_t max_bytes, uint64_t* file_size);
-
-// Asks the kernel to start reading the file into the page cache now, without waiting (no-op for
-// small files, whose read is one request anyway, and on error: a hint only).
-void prefetch_file(const std::string& path);
 
 }  // namespace opdump
