@@ -101,7 +101,12 @@ def _write(path, text):
 
 
 def main(argv, cli):
-    import torch.distributed as dist
+    try:
+        import torch.distributed as dist
+    except ImportError as e:
+        sys.stderr.write(f"opdump: a compare across {os.environ.get('WORLD_SIZE')} processes (WORLD_SIZE) needs "
+                         f"torch.distributed: {e}\n")
+        return 1
     args, rest = _arguments(argv)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     os.environ.setdefault("USE_LIBUV", "0")  # Debian's torch 2.x has no libuv in its TCP store
