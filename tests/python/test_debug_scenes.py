@@ -180,7 +180,7 @@ def test_offline_scan_of_bad_input_is_a_clear_error(run, tmp_path):
     # a folder without any dump is an error, not "0 overflowing ops"
     (tmp_path / "empty").mkdir()
     proc = run("overflow", tmp_path / "empty", check=1)
-    assert "no npy, bin or statistic.csv files" in proc.stderr
+    assert "no npy, bin, statistic.csv or Opdebug files" in proc.stderr
 
 
 # ---- exception dump -----------------------------------------------------------------------------
