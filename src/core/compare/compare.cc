@@ -349,16 +349,15 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   // first: from the first divergence on, in execution order. The largest errors alone would be
   // the optimizer's (tiny updates of tiny numbers), long after the cause.
   std::vector<size_t> shown;
+  const auto differs = [](const CompareRow& r) { return r.compared && !r.statistics_only && r.metrics.rel_euclidean > 0; };
   const size_t from = result.first_divergence.found ? result.first_divergence.op.row : 0;
   for (size_t i = 0; i < result.rows.size() && shown.size() < options.histograms; ++i) {
     const CompareRow& r = result.rows[i];
-    if (r.index >= from && r.compared && !r.statistics_only && r.verdict != Verdict::Pass && r.metrics.rel_euclidean > 0)
-      shown.push_back(i);
+    if (r.index >= from && r.verdict != Verdict::Pass && differs(r)) shown.push_back(i);
   }
   if (shown.empty()) {  // nothing failed: the largest differences
     for (size_t i = 0; i < result.rows.size(); ++i)
-      if (result.rows[i].compared && !result.rows[i].statistics_only && result.rows[i].metrics.rel_euclidean > 0)
-        shown.push_back(i);
+      if (differs(result.rows[i])) shown.push_back(i);
     std::sort(shown.begin(), shown.end(), [&](size_t a, size_t b) {
       return result.rows[a].metrics.rel_euclidean > result.rows[b].metrics.rel_euclidean;
     });
