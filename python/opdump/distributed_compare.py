@@ -1,14 +1,17 @@
 """`python -m opdump compare ...` under torchrun (or any launcher that sets RANK and WORLD_SIZE): a
 compare split across processes and nodes, where each dump rank is compared by one process that
-can read its files (on its node's disk, or a shared one), and the results are gathered over
-torch.distributed (gloo) into one report on the process of rank 0, naming the global first
-divergence: which rank, which op.
+can read its files (on its node's disk, or a shared one), and the results are gathered through
+torch.distributed's key-value store (the launcher's, or one process 0 serves; found the way
+init_process_group("env://") finds it) into one report on the process of rank 0, naming the
+global first divergence: which rank, which op. No process group is made: a few small messages do
+not need one, and tearing a gloo group down can deadlock on the GIL (torch 2.6).
 
 Each process runs the opdump CLI on its ranks (OUT/parts/process_{RANK}/, with its own HTML
 report); process 0 writes OUT/compare_summary.json, OUT/compare_result.csv and
 OUT/compare_report.html over all of them. Every process exits with the same code: 1 when a part
 failed, 3 when --fail-on found rows, else 0."""
 import argparse
+import datetime
 import html
 import json
 import os
@@ -16,6 +19,9 @@ import socket
 import subprocess
 import sys
 
+# How long a process waits for the others: each compares its ranks first, which takes as long as its
+# share of the dump (OPDUMP_COMPARE_TIMEOUT_S to change it).
+DEFAULT_TIMEOUT_S = 4 * 3600
 COUNTS = ("rows", "pass", "warning", "error", "not_compared", "unmatched", "aligned", "bytes_compared")
 
 
@@ -100,23 +106,68 @@ def _write(path, text):
     os.replace(tmp, path)
 
 
+class _Exchange:
+    """Every process posts one message per step under its rank; the store's server (process 0 or the
+    launcher) outlives the readers because process 0 leaves only after the others said they left."""
+
+    def __init__(self, store, rank, world):
+        self.store, self.rank, self.world = store, rank, world
+
+    def post(self, step, value):
+        self.store.set(f"{step}/{self.rank}", json.dumps(value))
+
+    def read(self, step):
+        keys = [f"{step}/{p}" for p in range(self.world)]
+        self.store.wait(keys)
+        return [json.loads(self.store.get(k)) for k in keys]
+
+    def all(self, step, value):
+        self.post(step, value)
+        return self.read(step)
+
+    def leave(self):
+        if self.rank != 0:
+            self.store.set(f"left/{self.rank}", "1")
+        elif self.world > 1:
+            self.store.wait([f"left/{p}" for p in range(1, self.world)])
+
+
+def _connect(rank, world):
+    import torch.distributed as dist
+    os.environ.setdefault("USE_LIBUV", "0")  # Debian's torch 2.x has no libuv in its TCP store
+    timeout = datetime.timedelta(seconds=float(os.environ.get("OPDUMP_COMPARE_TIMEOUT_S", DEFAULT_TIMEOUT_S)))
+    store, _, _ = next(dist.rendezvous("env://", rank=rank, world_size=world, timeout=timeout))
+    store.set_timeout(timeout)
+    # A launcher's store may outlive this run (torchrun restarts): keys of one attempt stay apart.
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return _Exchange(dist.PrefixStore(f"opdump-compare/{attempt}", store), rank, world)
+
+
 def main(argv, cli):
-    try:
-        import torch.distributed as dist
-    except ImportError as e:
-        sys.stderr.write(f"opdump: a compare across {os.environ.get('WORLD_SIZE')} processes (WORLD_SIZE) needs "
-                         f"torch.distributed: {e}\n")
-        return 1
     args, rest = _arguments(argv)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    os.environ.setdefault("USE_LIBUV", "0")  # Debian's torch 2.x has no libuv in its TCP store
-    if not dist.is_initialized():
-        dist.init_process_group("gloo")
+    try:
+        exchange = _connect(rank, world)
+    except ImportError as e:
+        sys.stderr.write(f"opdump: a compare across {world} processes (WORLD_SIZE) needs torch.distributed: {e}\n")
+        return 1
+    except (RuntimeError, ValueError, OSError) as e:  # no MASTER_ADDR/MASTER_PORT, or nobody answered in time
+        sys.stderr.write(f"opdump: process {rank} of {world} could not reach the others "
+                         f"(MASTER_ADDR={os.environ.get('MASTER_ADDR')}, MASTER_PORT={os.environ.get('MASTER_PORT')}): {e}\n")
+        return 1
+    try:
+        return _compare(args, rest, cli, exchange)
+    except (RuntimeError, OSError) as e:  # the store's timeout: another process died or is still comparing
+        sys.stderr.write(f"opdump: process {rank} of {world} gave up waiting for the others "
+                         f"(OPDUMP_COMPARE_TIMEOUT_S={os.environ.get('OPDUMP_COMPARE_TIMEOUT_S', DEFAULT_TIMEOUT_S)}): {e}\n")
+        return 1
 
+
+def _compare(args, rest, cli, exchange):
+    rank, world = exchange.rank, exchange.world
     listed = subprocess.run([cli, "compare", args.target, args.reference, "--list-ranks"], capture_output=True, text=True)
     visible = json.loads(listed.stdout) if listed.returncode == 0 else []
-    everyone = [None] * world
-    dist.all_gather_object(everyone, visible)
+    everyone = exchange.all("visible", visible)
     owner = assign(everyone, world)
     mine = [r for r, p in sorted(owner.items()) if p == rank]
 
@@ -135,12 +186,10 @@ def main(argv, cli):
                 part["csv"] = f.read()
         else:
             part["failure"] = proc.stderr.strip()
-    parts = [None] * world if rank == 0 else None
-    dist.gather_object(part, parts, dst=0)
-    codes = [None] * world
-    dist.all_gather_object(codes, part["code"])
+    exchange.post("part", part)
+    parts = exchange.read("part") if rank == 0 else None
+    codes = exchange.all("code", part["code"])
     code = 1 if any(c not in (0, 3) for c in codes) else 3 if 3 in codes else 0
-
     if rank == 0:
         for p in parts:
             if p.get("failure"):
@@ -166,6 +215,5 @@ def main(argv, cli):
         else:
             print("no divergence found")
         print(f"report: {args.output}/compare_report.html\nsummary: {args.output}/compare_summary.json")
-    dist.barrier()
-    dist.destroy_process_group()
+    exchange.leave()
     return code

@@ -1,4 +1,4 @@
-"""`python -m opdump compare` across processes and nodes (torch.distributed over gloo, loopback):
+"""`python -m opdump compare` across processes and nodes (torch.distributed's store, loopback):
 each dump rank compared once by a process that sees its files, one report naming the global first
 divergence, the same as one process comparing everything."""
 import json
@@ -106,3 +106,30 @@ def test_a_process_that_fails_fails_them_all(tmp_path):
     (tmp_path / "dump" / "target" / "rank_0" / "net" / "0" / "0" / "statistic.csv").write_text("not,a\nstatistic")
     results = launch([tmp_path] * 2, ["dump/target", "dump/reference", "-o", "out", "-q"])
     assert {code for code, _, _ in results} == {1}, results
+
+
+def test_a_process_alone_says_it_could_not_reach_the_others(tmp_path):
+    write_rank(tmp_path / "dump", 0, None)
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(free_port()), USE_LIBUV="0", OPDUMP_COMPARE_TIMEOUT_S="3")
+    proc = subprocess.run([PYTHON, "-m", "opdump", "compare", "dump/target", "dump/reference", "-o", "out"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc
+    assert "process 1 of 2 could not reach the others (MASTER_ADDR=127.0.0.1" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_process_that_vanishes_is_waited_for_until_the_timeout(tmp_path):
+    # process 1 joins the store and exits without comparing: process 0 says so instead of hanging
+    write_rank(tmp_path / "dump", 0, None)
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(free_port()), USE_LIBUV="0", OPDUMP_COMPARE_TIMEOUT_S="5")
+    first = subprocess.Popen([PYTHON, "-m", "opdump", "compare", "dump/target", "dump/reference", "-o", "out"],
+                             cwd=tmp_path, env=dict(env, RANK="0"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    joiner = "import torch.distributed as d; next(d.rendezvous('env://'))"
+    subprocess.run([PYTHON, "-c", joiner], env=dict(env, RANK="1"), check=True, timeout=120)
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 1, err
+    assert "process 0 of 2 gave up waiting for the others (OPDUMP_COMPARE_TIMEOUT_S=5)" in err, err
+    assert not (tmp_path / "out" / "compare_summary.json").exists()
