@@ -1,9 +1,9 @@
 // opdump compare TARGET REF -o OUT: the accuracy analyzer.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <cstdio>
 
 #include "commands.h"
@@ -78,6 +78,14 @@ void add_compare_command(CLI::App& app, int* exit_code) {
                 "%zu not compared; %zu unmatched, %zu matched by execution order\n",
                 r.rows.size() - r.unmatched, r.bytes_compared / 1e6, secs, r.bytes_compared / secs / 1e9, r.passed,
                 r.warnings, r.errors, r.not_compared, r.unmatched, r.aligned);
+    if (r.passed + r.warnings + r.errors == 0 && r.not_compared > 0) {
+      // Nothing was compared: "no divergence" would say nothing. Name why, once.
+      const auto row = std::find_if(r.rows.begin(), r.rows.end(), [](const CompareRow& x) {
+        return x.verdict == Verdict::NotCompared && !x.reason.empty();
+      });
+      std::fprintf(stderr, "opdump: warning: none of the %zu matched pairs could be compared%s%s\n", r.not_compared,
+                   row == r.rows.end() ? "" : ", e.g. ", row == r.rows.end() ? "" : row->reason.c_str());
+    }
     const auto& f = r.first_divergence;
     if (f.found) {
       std::printf("first divergence: %s\n  why: %s\n", divergence_headline(f).c_str(), f.cause.c_str());

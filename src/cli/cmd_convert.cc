@@ -17,6 +17,7 @@
 #include "opdump/error.h"
 #include "layout/layout.h"
 #include "format/npy.h"
+#include "format/torch_pt.h"
 #include "writer/atomic_file.h"
 
 namespace opdump::cli {
@@ -134,11 +135,22 @@ void convert_npy(const DumpFile& f, const std::string& out_root, Counts& counts)
   ++counts.converted;
 }
 
+// msprobe's torch.save tensors: .pt -> npy (or txt), same name.
+void convert_pt(const DumpFile& f, const std::string& out_root, const std::string& to, Counts& counts) {
+  Tensor t = read_torch_pt(f.path);
+  std::string name = base_name(f.path);
+  name = name.substr(0, name.size() - 3) + (to == "txt" ? ".txt" : ".npy");
+  const std::string path = out_folder_for(out_root, f) + "/" + name;
+  if (to == "txt") write_txt(t, path);
+  else write_npy(path, t.view());
+  ++counts.converted;
+}
+
 }  // namespace
 
 void add_convert_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
-      "convert", "Convert dump files: Ascend bin -> one npy per input/output; npy -> txt (one value per line)");
+      "convert", "Convert dump files: Ascend bin -> one npy per input/output; torch.save .pt (msprobe) -> npy; npy -> txt (one value per line)");
   static std::string src, out, to, format, shape_text;
   cmd->add_option("SRC", src, "A dump file or a folder of them")->required();
   cmd->add_option("-o,--output", out, "Folder for the converted files (created)")->required();
@@ -173,6 +185,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
       try {
         if (f.kind == DumpFileKind::Bin) convert_bin(f, out, o, names, counts);
         else if (f.kind == DumpFileKind::Npy && to != "npy") convert_npy(f, out, counts);
+        else if (f.kind == DumpFileKind::Pt) convert_pt(f, out, o.to, counts);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++counts.failed;
@@ -180,7 +193,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
     }
     std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, out.c_str(), counts.failed);
     if (counts.converted == 0 && counts.failed == 0)
-      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin or npy files)\n", src.c_str());
+      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, pt or npy files)\n", src.c_str());
     *exit_code = counts.failed || counts.converted == 0 ? kExitFailure : kExitOk;
   });
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "commands.h"
 #include "read/dump_index.h"
@@ -40,8 +41,51 @@ std::vector<StatCategory> parse_categories(const std::string& list) {
 
 struct Row {
   StatisticRow row;
-  std::string label;  // file (and tensor) shown in the table
+  std::string label;               // file (and tensor) shown in the table
+  std::vector<std::string> cells;  // one per category
 };
+
+// A statistic another tool recorded (msprobe's dump.json): "" where it recorded none.
+std::string recorded_cell(const RecordedStats& s, StatCategory c) {
+  auto number = [&](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  switch (c) {
+    case StatCategory::Max: return number(s.max);
+    case StatCategory::Min: return number(s.min);
+    case StatCategory::Avg: return number(s.avg);
+    case StatCategory::L2Norm: return number(s.l2norm);
+    case StatCategory::Count: return s.count ? std::to_string(*s.count) : "";
+    default: return "";
+  }
+}
+
+// msprobe's dump.json: each tensor's statistics computed from its file in dump_tensor_data/ when
+// there is one, else as dump.json recorded them.
+void add_msprobe_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows,
+                      std::vector<std::string>& warnings) {
+  StatsOptions so;
+  so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
+  so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+  const DumpIndex index = index_dump(f.path);
+  warnings.insert(warnings.end(), index.warnings.begin(), index.warnings.end());
+  for (const DumpEntry& e : index.entries) {
+    Row r;
+    r.label = e.op_name + " " + std::string(to_string(e.io)) + "." + std::to_string(e.slot);
+    r.row.op = OpIdentity{e.op_type, e.op_name, e.order, 0, 0};
+    r.row.io = e.io;
+    r.row.slot = e.slot;
+    r.row.dtype = e.dtype;
+    r.row.shape = e.shape;
+    if (e.source == DumpEntry::Source::Statistics) {
+      for (auto c : cats) r.cells.push_back(recorded_cell(*e.stats, c));
+    } else {
+      const Tensor t = load_entry(e);
+      r.row.data_size = t.nbytes();
+      r.row.stats = compute_stats(t.view(), so);
+      for (auto c : cats) r.cells.push_back(r.row.stats.cell(c, r.row.dtype));
+    }
+    rows.push_back(std::move(r));
+  }
+}
 
 void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, OriginalNames& names, std::vector<Row>& rows) {
   StatsOptions so;
@@ -61,6 +105,7 @@ void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, Original
     r.row.dtype = t.dtype;
     r.row.shape = t.shape;
     r.row.stats = compute_stats(t.view(), so);
+    for (auto c : cats) r.cells.push_back(r.row.stats.cell(c, r.row.dtype));
     rows.push_back(std::move(r));
   };
   if (f.kind == DumpFileKind::Npy) {
@@ -80,7 +125,7 @@ void print_table(const std::vector<Row>& rows, const std::vector<StatCategory>& 
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     std::vector<std::string> line = {r.label, std::string(dtype_name(r.row.dtype)), shape_to_string(r.row.shape)};
-    for (auto c : cats) line.push_back(r.row.stats.cell(c, r.row.dtype));
+    line.insert(line.end(), r.cells.begin(), r.cells.end());
     cells.push_back(std::move(line));
   }
   std::vector<size_t> width(head.size());
@@ -100,7 +145,7 @@ void print_table(const std::vector<Row>& rows, const std::vector<StatCategory>& 
 }  // namespace
 
 void add_stats_command(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("stats", "Statistics of npy/bin dump files or folders, as a table or a statistic.csv");
+  auto* cmd = app.add_subcommand("stats", "Statistics of npy/bin dump files or folders (and msprobe dumps), as a table or a statistic.csv");
   static std::string path, csv, categories;
   cmd->add_option("PATH", path, "A dump file or a folder of them")->required();
   cmd->add_option("--csv", csv, "Write a statistic.csv (MindSpore's columns) to this file instead of a table");
@@ -111,26 +156,37 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     std::vector<Row> rows;
     int failed = 0;
     OriginalNames names;
-    for (const auto& f : scan_dump(path)) {
-      if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin) continue;
+    std::vector<std::string> warnings;
+    const auto files = scan_dump(path);
+    std::set<std::string> msprobe_data;  // msprobe's dump_tensor_data/ folders: read through their dump.json
+    for (const auto& f : files)
+      if (f.kind == DumpFileKind::MsprobeDump)
+        msprobe_data.insert(f.path.substr(0, f.path.find_last_of('/') + 1) + "dump_tensor_data/");
+    for (const auto& f : files) {
+      const bool msprobe_file = msprobe_data.count(f.path.substr(0, f.path.find_last_of('/') + 1)) > 0;
+      if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin && f.kind != DumpFileKind::MsprobeDump) continue;
+      if (msprobe_file) continue;
       try {
-        add_rows(f, cats, names, rows);
+        if (f.kind == DumpFileKind::MsprobeDump) add_msprobe_rows(f, cats, rows, warnings);
+        else add_rows(f, cats, names, rows);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++failed;
       }
     }
-    for (const auto& w : names.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
+    warnings.insert(warnings.end(), names.warnings.begin(), names.warnings.end());
+    for (const auto& w : warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
     if (!csv.empty()) {
       AtomicFileWriter out(csv);
       out.write(statistic_csv_header(cats));
-      for (const auto& r : rows) out.write(statistic_csv_row(r.row, cats));
+      for (const auto& r : rows) out.write(statistic_csv_row(r.row, r.cells));
       out.commit();
       std::printf("wrote %zu row(s) to %s\n", rows.size(), csv.c_str());
     } else {
       print_table(rows, cats);
     }
-    if (rows.empty() && failed == 0) std::fprintf(stderr, "opdump: no npy or bin files in %s\n", path.c_str());
+    if (rows.empty() && failed == 0)
+      std::fprintf(stderr, "opdump: no npy, bin or msprobe dump.json files in %s\n", path.c_str());
     *exit_code = failed || rows.empty() ? kExitFailure : kExitOk;
   });
 }

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def main(out):
-    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv", "opdebug")}
+    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv", "opdebug", "pt", "msprobe")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     for path in glob.glob(os.path.join(ROOT, "tests/data/configs/**/*.json"), recursive=True) + \
@@ -62,6 +62,26 @@ def main(out):
     with open(os.path.join(dirs["opdebug"], "record.json"), "wb") as o:
         o.write(b"\1" + json.dumps({"AI Core": {"stream_id": 0, "task_id": 7, "kernel_code": "0x12c0", "status": 32},
                                     "L2 Atomic Add": {"status": 0}}).encode())
+    # msprobe: torch.save files of several dtypes, views and a Parameter; a dump.json with its
+    # construct.json and stack.json (NUL-separated, as fuzz_msprobe splits them) from a real model.
+    import torch
+    tensors = {"f32": torch.arange(6, dtype=torch.float32).reshape(2, 3), "bf16": torch.ones(4, dtype=torch.bfloat16),
+               "i64": torch.arange(3), "bool": torch.tensor([True, False]), "scalar": torch.tensor(2.5),
+               "view": torch.arange(12.).reshape(3, 4)[:, 1:3], "param": torch.nn.Parameter(torch.ones(2))}
+    for name, t in tensors.items():
+        torch.save(t, os.path.join(dirs["pt"], f"{name}.pt"))
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, os.path.join(ROOT, "tests", "python", "msprobe_workload.py"), "--tool", "msprobe",
+                        "--out", tmp, "--level", "mix"], check=True, stdout=subprocess.DEVNULL)
+        parts = [open(os.path.join(tmp, "step0", "rank0", n), "rb").read()
+                 for n in ("dump.json", "construct.json", "stack.json")]
+        with open(os.path.join(dirs["msprobe"], "resnet18"), "wb") as o:
+            o.write(b"\0".join(parts))
+    with open(os.path.join(dirs["msprobe"], "small"), "wb") as o:
+        o.write(b'{"task": "statistics", "data": {"Functional.relu.0.forward": {"input_args": [{"type": "torch.Tensor", '
+                b'"dtype": "torch.float32", "shape": [2], "Max": NaN, "Min": -Infinity, "Mean": 1.0, "Norm": null}], '
+                b'"output": [[{"dtype": "Float32", "shape": [2], "Max": "inf"}]]}}}\0{"Functional.relu.0.forward": '
+                b'"Module.a.ReLU.forward.0"}\0{"0": [["Functional.relu.0.forward"], ["File a.py, line 3, in f, \\n x"]]}')
     print({k: len(os.listdir(v)) for k, v in dirs.items()})
 
 

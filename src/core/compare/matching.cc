@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 
 #include "opdump/error.h"
@@ -59,6 +60,32 @@ std::string alignment_type(const std::string& type) {
     if (t.size() > n && t.compare(t.size() - n, n, x) == 0) t.resize(t.size() - n);
   }
   return t;
+}
+
+// Where a forward op sits in its model, as the module path ("layer1.0.conv1"), and its type:
+// msprobe's entries from construct.json; opdump's and MindSpore's from their scoped names
+// ("Default/net-Net/layer1-Sequential/0-BasicBlock/conv1-Conv2d/conv2d-op0"). nullopt for
+// gradients and names without scopes.
+std::optional<std::pair<std::string, std::string>> module_and_type(const DumpEntry& e) {
+  if (e.backward()) return std::nullopt;
+  if (e.msprobe) return std::make_pair(e.module, alignment_type(e.op_type));
+  if (e.op_name.rfind("Default/", 0) != 0) return std::nullopt;
+  std::vector<std::string_view> parts;
+  std::string_view name = e.op_name;
+  for (size_t start = 0; start <= name.size();) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string_view::npos) slash = name.size();
+    parts.push_back(name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  if (parts.size() < 3) return std::nullopt;  // Default/{model}/.../{op}
+  std::string path;
+  for (size_t i = 2; i + 1 < parts.size(); ++i) {
+    const std::string_view attribute = parts[i].substr(0, parts[i].find('-'));  // "conv1-Conv2d" -> "conv1"
+    if (!path.empty()) path += '.';
+    path.append(attribute);
+  }
+  return std::make_pair(path, alignment_type(e.op_type));
 }
 
 // Ops of one rank and iteration in execution order: one per (name, occurrence) not matched by name.
@@ -154,6 +181,42 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
   }
   if (!options.align_unmatched) return p;
 
+  // msprobe against another tool: no name in common. Forward ops pair by module path, op type and
+  // call index among the ops of that type in that module (an op added elsewhere shifts nothing),
+  // when msprobe's construct.json gave the modules (levels mix and L0).
+  auto has_modules = [](const std::vector<DumpEntry>& v) {
+    return std::any_of(v.begin(), v.end(), [](const DumpEntry& e) { return e.msprobe && !e.module.empty(); });
+  };
+  auto all_msprobe = [](const std::vector<DumpEntry>& v) {
+    return std::all_of(v.begin(), v.end(), [](const DumpEntry& e) { return e.msprobe; });
+  };
+  if ((has_modules(T) && !all_msprobe(R) && !has_modules(R)) || (has_modules(R) && !all_msprobe(T) && !has_modules(T))) {
+    // (group, module, type, call index, io, slot) of each unmatched forward tensor
+    using Place = std::tuple<uint32_t, int64_t, std::string, std::string, std::string, uint64_t, int, uint32_t>;
+    auto places = [&](const std::vector<DumpEntry>& entries, const std::vector<int64_t>& match, bool is_target) {
+      std::map<Place, size_t> out;
+      std::map<std::tuple<uint32_t, int64_t, std::string, std::string, std::string>, uint64_t> calls;
+      std::map<std::tuple<std::string, uint64_t>, uint64_t> call_of;  // (op key, occurrence) -> call index
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (match[i] >= 0) continue;
+        const DumpEntry& e = entries[i];
+        const auto mt = module_and_type(e);
+        if (!mt) continue;
+        const uint32_t rank = is_target ? rank_of(e) : e.rank();
+        const int64_t iteration = is_target ? iteration_of(e) : e.iteration();
+        auto [it, fresh] = call_of.try_emplace({e.key_name + "@" + std::to_string(rank) + "/" + std::to_string(iteration),
+                                                e.occurrence});
+        if (fresh) it->second = calls[{rank, iteration, e.where.below, mt->first, mt->second}]++;
+        out.emplace(Place{rank, iteration, e.where.below, mt->first, mt->second, it->second, int(e.io), e.slot}, i);
+      }
+      return out;
+    };
+    const auto t_places = places(T, p.target_to_reference, true);
+    const auto r_places = places(R, p.reference_to_target, false);
+    for (const auto& [place, i] : t_places)
+      if (auto j = r_places.find(place); j != r_places.end() && p.reference_to_target[j->second] < 0) pair(i, j->second, true);
+  }
+
   // Per rank and iteration: the ops left unmatched on both sides, aligned by order and op type.
   using Group = std::tuple<uint32_t, int64_t, std::string>;
   using OpKey = std::tuple<Group, std::string, uint64_t>;
@@ -169,7 +232,8 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
       if (v.empty()) {
         OpSeq& seq = is_target ? groups[g].first : groups[g].second;
         seq.ops.emplace_back(e.key_name, e.occurrence);
-        seq.types.push_back(alignment_type(e.op_type));
+        // a gradient never lines up with a forward op
+        seq.types.push_back(alignment_type(e.op_type) + (e.backward() ? "#backward" : ""));
       }
       v.push_back(i);
     }

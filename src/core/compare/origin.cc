@@ -228,12 +228,14 @@ class OriginFinder {
   bool judge(size_t c) {
     const Op& op = target_.ops[c];
     std::vector<uint32_t> differing_external, unknown_external, differing_inputs;
-    bool any_failing_input = false;
-    for (const auto& [slot, r] : op.input_rows)
-      if (rows_[r].failed()) any_failing_input = true;
     if (!op.exec) {  // no data flow: the dumped inputs decide
-      if (any_failing_input) return false;
-      return origin_output(c, {}, {}, op.input_rows.empty());
+      std::vector<uint32_t> external;
+      for (const auto& [slot, r] : op.input_rows) {
+        if (!rows_[r].failed()) continue;
+        if (!produced_by_no_earlier_op(op, *rows_[r].target)) return false;
+        external.push_back(slot);
+      }
+      return origin_output(c, external, {}, op.input_rows.empty());
     }
     for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
       const uint64_t id = op.exec->inputs[s];
@@ -315,8 +317,32 @@ class OriginFinder {
     return true;
   }
 
+  // Without execution order files (msprobe's dumps), an input whose recorded statistics (dtype,
+  // shape, max, min, mean, norm) equal no output of an earlier dumped op of its rank and iteration
+  // came from outside them: a parameter, a constant or the data batch.
+  bool produced_by_no_earlier_op(const Op& op, const DumpEntry& input) {
+    if (!input.msprobe || !input.stats || !input.stats->max || !input.stats->l2norm) return false;
+    if (outputs_.empty())
+      for (const Op& o : target_.ops)
+        for (const auto& [slot, r] : o.output_rows)
+          if (const DumpEntry* e = rows_[r].target; e && e->stats)
+            outputs_.emplace(fingerprint(*e), std::make_tuple(o.rank, o.iteration, o.order));
+    auto [from, to] = outputs_.equal_range(fingerprint(input));
+    for (auto it = from; it != to; ++it) {
+      const auto& [rank, iteration, order] = it->second;
+      if (rank == op.rank && iteration == op.iteration && order < op.order) return false;
+    }
+    return true;
+  }
+  using Fingerprint = std::tuple<int, Shape, double, double, double, double>;
+  static Fingerprint fingerprint(const DumpEntry& e) {
+    const RecordedStats& s = *e.stats;
+    return {int(e.dtype), e.shape, s.max.value_or(0), s.min.value_or(0), s.avg.value_or(0), s.l2norm.value_or(0)};
+  }
+
   // The name the dump recorded for an input no dumped op produced ("parameter net.fc.weight"), or "".
   std::string input_name(const Op& op, uint32_t slot) const {
+    if (!op.exec) return "";
     const auto& names = target_.index->order.at(op.rank).tensor_names;
     auto it = names.find(op.exec->inputs[slot]);
     return it == names.end() ? std::string() : it->second;
@@ -438,6 +464,7 @@ class OriginFinder {
   Side target_, reference_;
   std::set<std::pair<size_t, uint64_t>> failing_ids_;  // (target op, tensor id) its readers saw fail
   std::map<size_t, size_t> seen_failing_;              // target op -> a failing input row that shows it
+  std::multimap<Fingerprint, std::tuple<uint32_t, int64_t, uint64_t>> outputs_;  // -> (rank, iteration, order)
 };
 
 }  // namespace

@@ -42,6 +42,7 @@ std::string search_ir(const std::string& graphs_dir, const std::string& key_name
 }  // namespace
 
 std::string find_source_line(const DumpEntry& entry) {
+  if (!entry.call_site.empty()) return entry.call_site;  // msprobe's stack.json
   // graphs/ sits in the run root, a few levels above the op's files.
   std::string dir = parent_of(entry.path);
   for (int up = 0; up < 6 && !dir.empty(); ++up, dir = parent_of(dir)) {

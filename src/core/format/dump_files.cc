@@ -25,6 +25,8 @@ DumpFileKind classify(const std::string& path) {
   if (name.rfind("Opdebug.Node_OpDebug.", 0) == 0) return DumpFileKind::OpdebugRecord;
   if (ends_with(".npy")) return DumpFileKind::Npy;
   if (name == "statistic.csv") return DumpFileKind::StatisticCsv;
+  if (name == "dump.json") return DumpFileKind::MsprobeDump;
+  if (ends_with(".pt")) return DumpFileKind::Pt;
   if (ends_with(".csv") || ends_with(".json") || ends_with(".txt") || ends_with(".ir") || ends_with(".pb"))
     return DumpFileKind::Other;
   return looks_like_ascend_bin(path) ? DumpFileKind::Bin : DumpFileKind::Other;

@@ -6,7 +6,8 @@
 namespace opdump {
 
 // OpdebugRecord: CANN's overflow records (format/opdebug.h), bin or MindSpore's json.
-enum class DumpFileKind { Npy, Bin, StatisticCsv, OpdebugRecord, Other };
+// MsprobeDump: msprobe's dump.json (format/msprobe_dump.h); Pt: a torch.save file.
+enum class DumpFileKind { Npy, Bin, StatisticCsv, OpdebugRecord, MsprobeDump, Pt, Other };
 
 struct DumpFile {
   std::string path;      // full path

@@ -22,13 +22,20 @@ std::string statistic_csv_header(const std::vector<StatCategory>& categories) {
 }
 
 std::string statistic_csv_row(const StatisticRow& r, const std::vector<StatCategory>& categories) {
+  std::vector<std::string> cells;
+  cells.reserve(categories.size());
+  for (StatCategory c : categories) cells.push_back(r.stats.cell(c, r.dtype));
+  return statistic_csv_row(r, cells);
+}
+
+std::string statistic_csv_row(const StatisticRow& r, const std::vector<std::string>& cells) {
   std::string row = csv_escape(r.op.op_type) + ',' + csv_escape(r.op.op_name) + ',' + std::to_string(r.op.task_id) +
                     ',' + std::to_string(r.op.stream_id) + ',' + std::to_string(r.op.timestamp) + ',' +
                     std::string(to_string(r.io)) + ',' + std::to_string(r.slot) + ',' + std::to_string(r.data_size) +
                     ',' + std::string(dtype_name(r.dtype)) + ",\"" + shape_to_string(r.shape) + '"';
-  for (StatCategory c : categories) {
+  for (const std::string& cell : cells) {
     row += ',';
-    row += csv_escape(r.stats.cell(c, r.dtype));
+    row += csv_escape(cell);
   }
   return row + "\n";
 }

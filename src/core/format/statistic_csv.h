@@ -29,6 +29,8 @@ struct StatisticRow {
 // "Op Type,Op Name,...,Shape,<labels>"
 std::string statistic_csv_header(const std::vector<StatCategory>& categories);
 std::string statistic_csv_row(const StatisticRow& row, const std::vector<StatCategory>& categories);
+// The same with the category cells given (statistics recorded by another tool; "" when unknown).
+std::string statistic_csv_row(const StatisticRow& row, const std::vector<std::string>& cells);
 
 // Appends rows to {dir}/statistic.csv files; one instance serves every folder of a dump.
 class StatisticCsvWriter {

@@ -3,6 +3,7 @@
 #include "read/dump_index.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cerrno>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include "execution_order.h"
 #include "format/ascend_bin.h"
 #include "format/dump_files.h"
+#include "format/msprobe_dump.h"
+#include "format/torch_pt.h"
 #include "opdump/error.h"
 #include "util/log.h"
 #include "format/npy.h"
@@ -139,6 +142,8 @@ class Indexer {
       case DumpFileKind::Bin: index_bin(f, folder); break;
       case DumpFileKind::StatisticCsv: index_statistics(f, folder); break;
       case DumpFileKind::OpdebugRecord: index_.opdebug_files.push_back(f.path); break;
+      case DumpFileKind::MsprobeDump: index_msprobe(f, folder); break;
+      case DumpFileKind::Pt:  // msprobe's tensors, listed by its dump.json
       case DumpFileKind::Other: break;
     }
   }
@@ -277,6 +282,87 @@ class Indexer {
     }
   }
 
+  // msprobe: one entry per tensor of dump.json, in its order; the values in dump_tensor_data/ when
+  // the dump has them, else the statistics dump.json records.
+  void index_msprobe(const DumpFile& f, const Folder& folder) {
+    MsprobeDump d = read_msprobe_dump(f.path);
+    if (!d.recognized) {
+      index_.warnings.push_back(f.path + ": not an msprobe dump.json (no \"data\" object); skipped");
+      return;
+    }
+    for (auto& w : d.warnings) index_.warnings.push_back(std::move(w));
+    const std::string data_dir = folder_of(f.path) + "/dump_tensor_data/";
+    size_t missing = 0;
+    std::string missing_example;
+    for (const MsprobeTensor& t : d.tensors) {
+      DumpEntry e;
+      e.msprobe = true;
+      e.where = folder.where;
+      e.op_type = t.api_type;
+      e.op_name = t.api;
+      e.key_name = sanitize_name(t.api);
+      e.io = t.input ? IoKind::Input : IoKind::Output;
+      e.slot = t.slot;
+      e.order = t.order;
+      e.gradient = t.backward;
+      e.module = t.module;
+      if (auto site = d.call_sites.find(t.api); site != d.call_sites.end()) e.call_site = site->second;
+      e.shape = t.shape;
+      if (t.dtype) e.dtype = *t.dtype;
+      e.path = f.path;
+      e.source = DumpEntry::Source::Statistics;
+      e.stats = msprobe_statistics(t);
+      if (!t.data_name.empty()) {
+        const std::string file = data_dir + t.data_name;
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(file, ec)) {
+          if (!missing++) missing_example = file;
+        } else if (classify(file) == DumpFileKind::Npy) {
+          e.source = DumpEntry::Source::Npy;
+          e.path = file;
+          try {
+            const NpyHeader h = read_npy_header(file);
+            e.dtype = h.dtype;
+            e.shape = h.shape;
+          } catch (const Error& err) {
+            unreadable(e, err.what());
+          }
+        } else {
+          e.source = DumpEntry::Source::Pt;
+          e.path = file;
+          if (!t.dtype) unreadable(e, "data type " + t.dtype_name + " is not supported");
+        }
+      }
+      // (the statistics stay beside the values: compare's data-flow inference reads them)
+      index_.entries.push_back(std::move(e));
+    }
+    if (missing)
+      index_.warnings.push_back(f.path + ": " + std::to_string(missing) + " tensor files it lists are missing (e.g. " +
+                                missing_example + "); their statistics from dump.json are used");
+  }
+
+  // msprobe records max, min, mean and the L2 norm over every element: NaN in max or min means the
+  // tensor holds a NaN, an infinite max or min an infinity (counted as at least one).
+  static RecordedStats msprobe_statistics(const MsprobeTensor& t) {
+    RecordedStats s;
+    const bool nan = (t.max && std::isnan(*t.max)) || (t.min && std::isnan(*t.min));
+    auto finite = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? v : std::nullopt; };
+    s.max = finite(t.max);
+    s.min = finite(t.min);
+    s.avg = finite(t.mean);
+    s.l2norm = finite(t.norm);
+    try {
+      s.count = shape_numel(t.shape);
+    } catch (const Error&) {
+    }
+    if (t.max && t.min) {
+      s.nan = nan ? 1 : 0;
+      s.pos_inf = !nan && std::isinf(*t.max) && *t.max > 0 ? 1 : 0;
+      s.neg_inf = !nan && std::isinf(*t.min) && *t.min < 0 ? 1 : 0;
+    }
+    return s;
+  }
+
   DumpIndex& index_;
  public:
   OriginalNames names;
@@ -318,7 +404,12 @@ std::vector<uint32_t> dump_ranks(const std::string& path) {
 DumpIndex index_dump(const std::string& path, const std::set<uint32_t>& ranks) {
   DumpIndex index;
   Indexer indexer(index, ranks);
-  for (const DumpFile& f : scan_dump(path)) indexer.add(f);
+  const std::vector<DumpFile> files = scan_dump(path);
+  std::set<std::string> msprobe_data;  // dump_tensor_data/ folders: their files are dump.json's
+  for (const DumpFile& f : files)
+    if (f.kind == DumpFileKind::MsprobeDump) msprobe_data.insert(folder_of(f.path) + "/dump_tensor_data");
+  for (const DumpFile& f : files)
+    if (msprobe_data.empty() || !msprobe_data.count(folder_of(f.path))) indexer.add(f);
   index.warnings.insert(index.warnings.end(), indexer.names.warnings.begin(), indexer.names.warnings.end());
   auto& out = index.entries;
   check_single_run(path, out);
@@ -394,6 +485,14 @@ Tensor load_entry(const DumpEntry& e) {
   if (e.source == DumpEntry::Source::Statistics) throw Error(e.path + ": " + e.op_name + " has statistics only, no values");
   if (!e.unreadable.empty()) throw Error(e.unreadable);
   if (e.source == DumpEntry::Source::Npy) return read_npy(e.path);
+  if (e.source == DumpEntry::Source::Pt) {
+    Tensor t = read_torch_pt(e.path);
+    if (t.dtype != e.dtype || t.shape != e.shape)
+      throw FormatError(e.path, "holds a " + std::string(dtype_name(t.dtype)) + " " + shape_to_string(t.shape) +
+                                    " tensor; dump.json says " + std::string(dtype_name(e.dtype)) + " " +
+                                    shape_to_string(e.shape));
+    return t;
+  }
   BinDump d = read_ascend_bin(e.path);
   const size_t ni = d.inputs.size();
   return d.tensor(e.bin_index < ni ? d.inputs[e.bin_index] : d.outputs[e.bin_index - ni]);

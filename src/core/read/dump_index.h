@@ -4,6 +4,7 @@
 //
 // Layouts (the deepest marker in a file's folder path decides):
 //   MindSpore / opdump:  .../rank_{R}/{net}/{graph}/{iteration}/file
+//   msprobe:             .../step{N}/rank{R}/dump.json (proc{PID}: rank 0), tensors in dump_tensor_data/
 //   Ascend (CANN):       .../{YYYYMMDDHHMMSS}/{device}/{model}/{model_id}/{data_index}/file
 //                        .../{YYYYMMDDHHMMSS}/{device}/file  (single-operator dump: no iteration)
 //   anything else:       rank 0; the folder's last component is the iteration when it is a number
@@ -69,7 +70,7 @@ struct DumpEntry {
   uint64_t timestamp = 0;
   uint64_t occurrence = 0;  // earlier entries of the same rank, iteration, op, io and slot (repeated names)
   // Where the values are: an npy file, one tensor of a bin file, or statistics only.
-  enum class Source { Npy, Bin, Statistics } source = Source::Npy;
+  enum class Source { Npy, Bin, Pt, Statistics } source = Source::Npy;
   std::string path;
   uint32_t bin_index = 0;  // inputs first, then outputs
   DType dtype = DType::Float32;
@@ -77,10 +78,17 @@ struct DumpEntry {
   bool shape_known = true;
   std::optional<RecordedStats> stats;  // statistics-only entries
   std::string unreadable;              // why the values cannot be decoded ("" when they can)
+  // Entries of msprobe's dump.json: a gradient (its *.backward APIs), the parent module's path from
+  // construct.json ("layer1.0.conv1"; "" when unknown) and the user's line from stack.json.
+  bool msprobe = false;
+  bool gradient = false;
+  std::string module;
+  std::string call_site;
 
   uint32_t rank() const { return where.rank; }
   int64_t iteration() const { return where.iteration; }
-  bool backward() const { return key_name.rfind("Gradients", 0) == 0; }
+  bool backward() const { return gradient || key_name.rfind("Gradients", 0) == 0; }
+
 };
 
 // One op of an execution order file (execution_order/ms_execution_order_graph_{g}.csv): every op

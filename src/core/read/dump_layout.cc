@@ -40,8 +40,13 @@ DumpPosition position_of(const std::string& folder) {
     start = slash + 1;
   }
   // The deepest marker decides: a user's own folders above a dump may look like markers too.
-  int rank_at = -1, time_at = -1;
+  int rank_at = -1, time_at = -1, msprobe_at = -1;
   for (size_t i = 0; i < parts.size(); ++i) {
+    // msprobe: step{N}/rank{R} or step{N}/proc{PID}
+    if (i > 0 && parts[i - 1].size() > 4 && parts[i - 1].substr(0, 4) == "step" && digits(parts[i - 1].substr(4), 9) &&
+        ((parts[i].size() > 4 && parts[i].substr(0, 4) == "rank" && digits(parts[i].substr(4), 9)) ||
+         (parts[i].size() > 4 && parts[i].substr(0, 4) == "proc" && digits(parts[i].substr(4), 9))))
+      msprobe_at = static_cast<int>(i);
     if (parts[i].size() > 5 && parts[i].substr(0, 5) == "rank_" && digits(parts[i].substr(5), 9))
       rank_at = static_cast<int>(i);
     if (parts[i].size() == 14 && digits(parts[i]) && i + 1 < parts.size() && digits(parts[i + 1], 9))
@@ -49,6 +54,16 @@ DumpPosition position_of(const std::string& folder) {
   }
   DumpPosition p;
   size_t base = 0;  // index of the first component below the run root
+  if (msprobe_at >= 0 && msprobe_at > rank_at && msprobe_at > time_at) {
+    // The run root is the dump_path above the step folders: every step is one run.
+    const std::string_view folder = parts[msprobe_at];
+    p.rank = folder.substr(0, 4) == "rank" ? static_cast<uint32_t>(number(folder.substr(4))) : 0;
+    p.iteration = static_cast<int64_t>(number(parts[msprobe_at - 1].substr(4)));
+    p.run_root = join(parts, static_cast<size_t>(msprobe_at) - 1);
+    for (size_t i = static_cast<size_t>(msprobe_at) + 1; i < parts.size(); ++i)
+      if (parts[i] != "dump_tensor_data") p.below += (p.below.empty() ? "" : "/") + std::string(parts[i]);
+    return p;
+  }
   if (rank_at >= 0 && rank_at > time_at) {
     p.rank = static_cast<uint32_t>(number(parts[rank_at].substr(5)));
     base = static_cast<size_t>(rank_at) + 1;

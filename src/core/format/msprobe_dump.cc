@@ -1,0 +1,347 @@
+// msprobe's dump.json, construct.json and stack.json (msprobe_dump.h).
+#include "format/msprobe_dump.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "opdump/error.h"
+
+namespace opdump {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+std::string read_text(const std::string& path, bool required) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (required) throw Error(path + ": cannot open");
+    return "";
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Python's json writes NaN, Infinity and -Infinity bare; JSON has no such literals. Outside
+// strings they become strings, which the statistics reader understands.
+std::string quote_python_literals(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    for (const char* word : {"NaN", "-Infinity", "Infinity"}) {
+      const size_t n = std::char_traits<char>::length(word);
+      if (text.compare(i, n, word) == 0) {
+        out += '"';
+        out += word;
+        out += '"';
+        i += n - 1;
+        goto next;
+      }
+    }
+    out += c;
+  next:;
+  }
+  return out;
+}
+
+ordered_json parse_json(const std::string& text, const std::string& name) {
+  try {
+    return ordered_json::parse(quote_python_literals(text));
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(name, std::string("not valid JSON: ") + e.what());
+  }
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t at = s.find(sep, start);
+    out.push_back(s.substr(start, at - start));
+    if (at == std::string::npos) return out;
+    start = at + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& parts, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to; ++i) out += (i > from ? "." : "") + parts[i];
+  return out;
+}
+
+bool is_number(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+bool is_module_prefix(const std::string& p) { return p == "Module" || p == "Cell"; }
+
+// "Module.layer1.0.conv1.Conv2d.forward.0" -> "layer1.0.conv1" (msprobe's module names: path,
+// class, direction, call index).
+std::string module_path(const std::string& module) {
+  const auto parts = split(module, '.');
+  if (parts.size() < 4 || !is_module_prefix(parts[0])) return "";
+  return join(parts, 1, parts.size() - 3);
+}
+
+std::optional<double> statistic(const ordered_json& t, const char* key) {
+  auto it = t.find(key);
+  if (it == t.end() || it->is_null()) return std::nullopt;
+  if (it->is_number()) return it->get<double>();
+  if (it->is_string()) {
+    std::string s = it->get<std::string>();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() && *end == '\0') return v;
+  }
+  return std::nullopt;
+}
+
+// "torch.float32" (PyTorch), "Float32" / "BFloat16" (MindSpore).
+std::optional<DType> dtype_of(std::string name) {
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name == "float") return DType::Float32;
+  if (name == "double") return DType::Float64;
+  if (name == "half") return DType::Float16;
+  return dtype_from_name(name);
+}
+
+bool is_tensor(const ordered_json& v) {
+  return v.is_object() && v.contains("shape") && v.contains("dtype") && v["dtype"].is_string();
+}
+
+class Reader {
+ public:
+  Reader(MsprobeDump& out, const std::string& name) : out_(out), name_(name) {}
+
+  void api(const std::string& api, const ordered_json& body, uint64_t order,
+           const std::map<std::string, std::string>& parents) {
+    if (!body.is_object()) throw FormatError(name_, "data." + api + " is not an object");
+    MsprobeTensor proto;
+    proto.api = api;
+    proto.order = order;
+    const auto parts = split(api, '.');
+    proto.prefix = parts[0];
+    if (is_module_prefix(proto.prefix) && parts.size() >= 4) {
+      proto.api_type = "module:" + parts[parts.size() - 3];
+      proto.backward = parts[parts.size() - 2] != "forward";
+    } else if (parts.size() >= 4 && is_number(parts[parts.size() - 2])) {
+      proto.api_type = msprobe_api_type(proto.prefix, join(parts, 1, parts.size() - 2));
+      proto.backward = parts.back() != "forward";
+    } else {
+      if (warned_++ < 3) out_.warnings.push_back(name_ + ": data." + api + " is not named {Prefix}.{api}.{n}.{forward|backward}; its op type is unknown");
+      proto.api_type = api;
+    }
+    if (auto p = parents.find(api); p != parents.end()) proto.module = module_path(p->second);
+    slots_[0] = slots_[1] = 0;
+    if (!proto.backward && (body.contains("input_args") || body.contains("input_kwargs")))
+      forward_inputs(proto, body);
+    for (const auto& [key, value] : body.items()) {
+      if (key == "input_args" || key == "input_kwargs") {
+        continue;  // forward_inputs
+      } else if (key == "input") {
+        leaves(proto, value, true, "input");
+      } else if (key == "output") {
+        leaves(proto, value, false, "output");
+      } else if (key == "parameters") {
+        if (value.is_object())
+          for (const auto& [p, v] : value.items()) leaves(proto, v, true, "parameters." + p);
+      } else if (proto.backward && (value.is_array() || is_tensor(value))) {
+        leaves(proto, value, false, key);  // parameters_grad: {"weight": [tensor], ...}
+      }
+    }
+  }
+
+ private:
+  // The inputs of a forward API, numbered in the order aten's schema of the op takes them (where
+  // the Python API orders them differently: F.batch_norm passes running statistics before weight
+  // and bias, aten::batch_norm after), so that slots pair with an aten-level dump's.
+  void forward_inputs(const MsprobeTensor& proto, const ordered_json& body) {
+    struct Reorder {
+      const char* type;
+      std::vector<std::string> python, aten;
+    };
+    static const Reorder reorders[] = {
+        {"batch_norm", {"input", "running_mean", "running_var", "weight", "bias"},
+         {"input", "weight", "bias", "running_mean", "running_var"}},
+        {"instance_norm", {"input", "running_mean", "running_var", "weight", "bias"},
+         {"input", "weight", "bias", "running_mean", "running_var"}},
+        {"embedding", {"input", "weight"}, {"weight", "input"}},
+    };
+    std::vector<std::pair<std::string, const ordered_json*>> named;  // in the Python call's order
+    std::vector<std::string> where;
+    const Reorder* reorder = nullptr;
+    for (const auto& r : reorders)
+      if (proto.api_type == r.type && !is_module_prefix(proto.prefix)) reorder = &r;
+    if (auto args = body.find("input_args"); args != body.end() && args->is_array())
+      for (size_t i = 0; i < args->size(); ++i) {
+        named.emplace_back(reorder && i < reorder->python.size() ? reorder->python[i] : "#" + std::to_string(i), &(*args)[i]);
+        where.push_back("input." + std::to_string(i));
+      }
+    if (auto kwargs = body.find("input_kwargs"); kwargs != body.end() && kwargs->is_object())
+      for (const auto& [kw, v] : kwargs->items()) {
+        named.emplace_back(kw, &v);
+        where.push_back("input." + kw);
+      }
+    std::vector<bool> done(named.size(), false);
+    if (reorder)
+      for (const std::string& name : reorder->aten)
+        for (size_t k = 0; k < named.size(); ++k)
+          if (!done[k] && named[k].first == name) {
+            leaves(proto, *named[k].second, true, where[k]);
+            done[k] = true;
+          }
+    for (size_t k = 0; k < named.size(); ++k)
+      if (!done[k]) leaves(proto, *named[k].second, true, where[k]);
+  }
+
+  void leaves(const MsprobeTensor& proto, const ordered_json& v, bool input, const std::string& where, int depth = 0) {
+    if (v.is_array()) {
+      if (depth > 32) throw FormatError(name_, "data." + proto.api + " " + where + ": lists nested too deep");
+      for (size_t i = 0; i < v.size(); ++i) leaves(proto, v[i], input, where + "." + std::to_string(i), depth + 1);
+      return;
+    }
+    if (!is_tensor(v)) return;  // ints, floats, None, dtypes, slices: not tensors
+    MsprobeTensor t = proto;
+    t.input = input;
+    t.slot = slots_[input ? 0 : 1]++;
+    t.argument = where;
+    t.dtype_name = v["dtype"].get<std::string>();
+    t.dtype = dtype_of(t.dtype_name);
+    const auto& shape = v["shape"];
+    if (!shape.is_array()) throw FormatError(name_, "data." + t.api + " " + where + ": shape is not a list");
+    for (const auto& d : shape) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        throw FormatError(name_, "data." + t.api + " " + where + ": shape " + shape.dump() + " is not a list of sizes");
+      t.shape.push_back(d.get<int64_t>());
+    }
+    t.max = statistic(v, "Max");
+    t.min = statistic(v, "Min");
+    t.mean = statistic(v, "Mean");
+    t.norm = statistic(v, "Norm");
+    if (auto n = v.find("data_name"); n != v.end() && n->is_string() && n->get<std::string>() != "-1")
+      t.data_name = n->get<std::string>();
+    if (t.data_name.find('/') != std::string::npos || t.data_name == "." || t.data_name == "..")
+      throw FormatError(name_, "data." + t.api + " " + where + ": data_name \"" + t.data_name + "\" is not a file name");
+    out_.tensors.push_back(std::move(t));
+  }
+
+  MsprobeDump& out_;
+  const std::string& name_;
+  uint32_t slots_[2] = {0, 0};
+  int warned_ = 0;
+};
+
+// "File /x/model.py, line 42, in forward, \n  out = F.relu(x)" -> "/x/model.py:42"
+std::string call_site(const ordered_json& frames) {
+  if (!frames.is_array()) return "";
+  for (const auto& f : frames) {
+    if (!f.is_string()) continue;
+    const std::string s = f.get<std::string>();
+    if (s.rfind("File ", 0) != 0) continue;
+    const size_t comma = s.find(", line ");
+    if (comma == std::string::npos) continue;
+    const std::string file = s.substr(5, comma - 5);
+    if (file.find("/msprobe/") != std::string::npos || file.find("/torch/") != std::string::npos ||
+        file.find("/mindspore/") != std::string::npos)
+      continue;  // the frames of the tools and frameworks, not the user's line
+    size_t end = comma + 7;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    return file + ":" + s.substr(comma + 7, end - comma - 7);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string msprobe_api_type(const std::string& prefix, const std::string& api) {
+  std::string t = api;
+  if (t.size() > 4 && t.rfind("__", 0) == 0 && t.compare(t.size() - 2, 2, "__") == 0) {
+    t = t.substr(2, t.size() - 4);
+    static const std::pair<const char*, const char*> dunder[] = {
+        {"add", "add"},           {"radd", "add"},         {"iadd", "add_"},       {"sub", "sub"},
+        {"isub", "sub_"},         {"rsub", "rsub"},        {"mul", "mul"},         {"rmul", "mul"},
+        {"imul", "mul_"},         {"truediv", "div"},      {"div", "div"},         {"itruediv", "div_"},
+        {"rtruediv", "div"},      {"floordiv", "floor_divide"}, {"matmul", "matmul"}, {"rmatmul", "matmul"},
+        {"pow", "pow"},           {"rpow", "pow"},         {"ipow", "pow_"},       {"neg", "neg"},
+        {"mod", "remainder"},     {"and", "bitwise_and"},  {"or", "bitwise_or"},   {"xor", "bitwise_xor"},
+        {"invert", "bitwise_not"}, {"getitem", "getitem"}, {"setitem", "setitem"},
+    };
+    for (const auto& [from, to] : dunder)
+      if (t == from) return to;
+    return t;
+  }
+  if (prefix == "Functional" || prefix == "MintFunctional") {
+    if (t == "cross_entropy") return "cross_entropy_loss";
+    if (t == "nll_loss") return "nll_loss_nd";
+  }
+  return t;
+}
+
+MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& construct_text,
+                               const std::string& stack_text, const std::string& name) {
+  MsprobeDump out;
+  const ordered_json dump = parse_json(dump_text, name);
+  if (!dump.is_object() || !dump.contains("data") || !dump["data"].is_object()) {
+    out.recognized = false;
+    return out;
+  }
+  for (auto [key, field] : {std::pair{"task", &out.task}, {"level", &out.level}, {"framework", &out.framework}})
+    if (auto it = dump.find(key); it != dump.end() && it->is_string()) *field = it->get<std::string>();
+
+  std::map<std::string, std::string> parents;
+  const std::string construct_name = name.substr(0, name.find_last_of('/') + 1) + "construct.json";
+  if (!construct_text.empty()) {
+    const ordered_json c = parse_json(construct_text, construct_name);
+    if (c.is_object())
+      for (const auto& [api, parent] : c.items())
+        if (parent.is_string()) parents[api] = parent.get<std::string>();
+  }
+  const std::string stack_name = name.substr(0, name.find_last_of('/') + 1) + "stack.json";
+  if (!stack_text.empty()) {
+    const ordered_json s = parse_json(stack_text, stack_name);
+    if (s.is_object())
+      for (const auto& [key, value] : s.items()) {
+        // {api: [frames]} (older msprobe) or {"n": [[apis], [frames]]} (frames shared by APIs)
+        if (value.is_array() && value.size() == 2 && value[0].is_array() && value[1].is_array()) {
+          const std::string site = call_site(value[1]);
+          for (const auto& api : value[0])
+            if (api.is_string() && !site.empty()) out.call_sites[api.get<std::string>()] = site;
+        } else if (const std::string site = call_site(value); !site.empty()) {
+          out.call_sites[key] = site;
+        }
+      }
+  }
+
+  Reader reader(out, name);
+  uint64_t order = 0;
+  for (const auto& [api, body] : dump["data"].items()) reader.api(api, body, order++, parents);
+  return out;
+}
+
+MsprobeDump read_msprobe_dump(const std::string& dump_json) {
+  const std::string folder = dump_json.substr(0, dump_json.find_last_of('/') + 1);
+  return parse_msprobe_dump(read_text(dump_json, true), read_text(folder + "construct.json", false),
+                            read_text(folder + "stack.json", false), dump_json);
+}
+
+}  // namespace opdump

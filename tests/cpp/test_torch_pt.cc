@@ -1,0 +1,158 @@
+// torch.save files read without PyTorch: archives made here with minizip and pickles written
+// opcode by opcode as torch.save writes them (files saved by PyTorch itself are read back against
+// torch.load in tests/python/test_msprobe_input.py).
+#include <gtest/gtest.h>
+#include <minizip/zip.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/torch_pt.h"
+#include "opdump/error.h"
+#include "test_util.h"
+
+namespace opdump {
+namespace {
+
+using test::TempDir;
+
+std::string unicode(const std::string& s) {
+  std::string out = "X";
+  const uint32_t n = static_cast<uint32_t>(s.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  return out + s;
+}
+
+std::string int1(int v) { return std::string("K") + static_cast<char>(v); }
+std::string memo(int n) { return std::string("q") + static_cast<char>(n); }  // BINPUT
+
+std::string int_tuple(const std::vector<int>& v) {
+  std::string out = "(";
+  for (int x : v) out += int1(x);
+  return out + "t";
+}
+
+struct Pickle {
+  std::string storage = "FloatStorage";
+  int numel = 6, offset = 0;
+  std::vector<int> sizes = {2, 3}, strides = {3, 1};
+  std::string rebuild = "torch._utils\n_rebuild_tensor_v2\n";
+
+  std::string bytes() const {
+    return std::string("\x80\x02") + "c" + rebuild + memo(0) + "((" + unicode("storage") + memo(1) + "ctorch\n" +
+           storage + "\n" + memo(2) + unicode("0") + unicode("cpu") + int1(numel) + "t" + memo(3) + "Q" + int1(offset) +
+           int_tuple(sizes) + int_tuple(strides) + "\x89" + "ccollections\nOrderedDict\n)Rt" + memo(4) + "R.";
+  }
+};
+
+// A zip with the records torch.save writes (stored, uncompressed).
+void write_pt(const std::string& path, const std::string& pickle, const std::string& data, int method = 0,
+              const std::string& byteorder = "little") {
+  zipFile z = zipOpen64(path.c_str(), 0);
+  ASSERT_NE(z, nullptr);
+  auto add = [&](const std::string& name, const std::string& bytes) {
+    ASSERT_EQ(zipOpenNewFileInZip64(z, name.c_str(), nullptr, nullptr, 0, nullptr, 0, nullptr, method,
+                                    method ? 6 : 0, 0),
+              ZIP_OK);
+    ASSERT_EQ(zipWriteInFileInZip(z, bytes.data(), static_cast<unsigned>(bytes.size())), ZIP_OK);
+    ASSERT_EQ(zipCloseFileInZip(z), ZIP_OK);
+  };
+  add("t/data.pkl", pickle);
+  if (!byteorder.empty()) add("t/byteorder", byteorder);
+  add("t/data/0", data);
+  add("t/version", "3\n");
+  ASSERT_EQ(zipClose(z, nullptr), ZIP_OK);
+}
+
+std::string floats(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+TEST(TorchPt, ReadsAContiguousTensorInPlace) {
+  TempDir dir;
+  write_pt(dir / "a.pt", Pickle{}.bytes(), floats({0, 1, 2, 3, 4, 5}));
+  const Tensor t = read_torch_pt(dir / "a.pt");
+  EXPECT_EQ(t.dtype, DType::Float32);
+  EXPECT_EQ(t.shape, (Shape{2, 3}));
+  const float* v = static_cast<const float*>(t.data);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(v[i], float(i));
+}
+
+TEST(TorchPt, ReadsAViewWithOffsetAndStrides) {
+  TempDir dir;
+  Pickle p;  // x = arange(12).reshape(3, 4)[:, 1:3]: offset 1, sizes (3, 2), strides (4, 1)
+  p.numel = 12;
+  p.offset = 1;
+  p.sizes = {3, 2};
+  p.strides = {4, 1};
+  std::vector<float> all(12);
+  for (int i = 0; i < 12; ++i) all[i] = float(i);
+  write_pt(dir / "v.pt", p.bytes(), floats(all));
+  const Tensor t = read_torch_pt(dir / "v.pt");
+  EXPECT_EQ(t.shape, (Shape{3, 2}));
+  const float* v = static_cast<const float*>(t.data);
+  const float expected[] = {1, 2, 5, 6, 9, 10};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(v[i], expected[i]) << i;
+}
+
+TEST(TorchPt, StorageTypesGiveDtypes) {
+  TempDir dir;
+  Pickle p;
+  p.storage = "BFloat16Storage";
+  p.numel = 2;
+  p.sizes = {2};
+  p.strides = {1};
+  write_pt(dir / "b.pt", p.bytes(), std::string("\x80\x3f\x00\x40", 4));  // bf16 1.0, 2.0
+  const Tensor t = read_torch_pt(dir / "b.pt");
+  EXPECT_EQ(t.dtype, DType::BFloat16);
+  EXPECT_EQ(bf16_to_float(static_cast<const uint16_t*>(t.data)[0]), 1.0f);
+  EXPECT_EQ(bf16_to_float(static_cast<const uint16_t*>(t.data)[1]), 2.0f);
+}
+
+// Each malformed file is refused with its name and the reason.
+TEST(TorchPt, RefusesWhatIsNotOneSafeTensor) {
+  TempDir dir;
+  auto refused = [&](const std::string& name, const std::string& pickle, const std::string& data, const char* why,
+                     int method = 0, const std::string& byteorder = "little") {
+    write_pt(dir / name, pickle, data, method, byteorder);
+    try {
+      read_torch_pt(dir / name);
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(dir / name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  const std::string six = floats({0, 1, 2, 3, 4, 5});
+  Pickle evil;
+  evil.rebuild = "os\nsystem\n";
+  refused("evil.pt", evil.bytes(), six, "refuses to call os.system");
+  Pickle small;
+  small.numel = 60;
+  refused("small.pt", small.bytes(), six, "less than its 60 elements");
+  Pickle past;
+  past.offset = 3;
+  refused("past.pt", past.bytes(), six, "past the end of its storage");
+  Pickle unknown;
+  unknown.storage = "QInt8Storage";
+  refused("unknown.pt", unknown.bytes(), six, "storage type torch.QInt8Storage is not supported");
+  refused("cut.pt", Pickle{}.bytes().substr(0, 40), six, "data.pkl: ends early");
+  refused("list.pt", std::string("\x80\x02]") + memo(0) + ".", six, "holds a list, not one tensor");
+  refused("opcode.pt", std::string("\x80\x02i", 3), six, "pickle opcode 0x69");
+  refused("deflated.pt", Pickle{}.bytes(), six, "is compressed", Z_DEFLATED);
+  refused("big.pt", Pickle{}.bytes(), six, "big-endian", 0, "big");
+
+  test::write_text(dir / "plain.pt", "not a zip at all");
+  EXPECT_THROW(read_torch_pt(dir / "plain.pt"), FormatError);
+  test::write_text(dir / "legacy.pt", std::string("\x80\x02\x8a\x0a", 4));
+  try {
+    read_torch_pt(dir / "legacy.pt");
+    ADD_FAILURE();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("legacy format"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace opdump

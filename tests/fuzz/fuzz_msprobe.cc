@@ -1,0 +1,22 @@
+// libFuzzer target: msprobe's dump.json, with construct.json and stack.json after the first and
+// second NUL byte of the input.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "format/msprobe_dump.h"
+#include "opdump/error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string input(reinterpret_cast<const char*>(data), size);
+  const size_t a = input.find('\0');
+  const size_t b = a == std::string::npos ? a : input.find('\0', a + 1);
+  const std::string dump = input.substr(0, a);
+  const std::string construct = a == std::string::npos ? "" : input.substr(a + 1, b == std::string::npos ? b : b - a - 1);
+  const std::string stack = b == std::string::npos ? "" : input.substr(b + 1);
+  try {
+    (void)opdump::parse_msprobe_dump(dump, construct, stack, "fuzz/dump.json");
+  } catch (const opdump::Error&) {
+  }
+  return 0;
+}
