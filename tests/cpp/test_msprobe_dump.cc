@@ -111,6 +111,27 @@ TEST(MsprobeDump, OlderStackFormatAndApiTypes) {
   EXPECT_EQ(msprobe_api_type("NPU", "npu_fusion_attention"), "npu_fusion_attention");
 }
 
+TEST(MsprobeDump, TensorFileNames) {
+  MsprobeFileName m;
+  ASSERT_TRUE(parse_msprobe_file_name("Functional.relu.0.forward.input.0.pt", &m));
+  EXPECT_EQ(m.api, "Functional.relu.0.forward");
+  EXPECT_EQ(m.api_type, "relu");
+  EXPECT_TRUE(m.input && !m.backward);
+  EXPECT_EQ(m.slot, 0u);
+  ASSERT_TRUE(parse_msprobe_file_name("Module.layer1.0.conv1.Conv2d.backward.0.output.2.npy", &m));
+  EXPECT_EQ(m.api, "Module.layer1.0.conv1.Conv2d.backward.0");
+  EXPECT_EQ(m.api_type, "module:Conv2d");
+  EXPECT_TRUE(!m.input && m.backward);
+  EXPECT_EQ(m.slot, 2u);
+  ASSERT_TRUE(parse_msprobe_file_name("Functional.batch_norm.3.forward.input.bias.pt", &m));
+  EXPECT_EQ(m.slot, 2u);  // aten::batch_norm(input, weight, bias, ...)
+  ASSERT_TRUE(parse_msprobe_file_name("Tensor.__add__.1.forward.input.alpha.pt", &m));
+  EXPECT_GE(m.slot, 1000u);
+  EXPECT_FALSE(parse_msprobe_file_name("conv2d.Default_net.1.0.12.output.0.DefaultFormat.npy", &m));
+  EXPECT_FALSE(parse_msprobe_file_name("input.0.pt", &m));
+  EXPECT_FALSE(parse_msprobe_file_name("Functional.relu.0.sideways.input.0.pt", &m));
+}
+
 TEST(MsprobeDump, MalformedContentNamesFileAndEntry) {
   auto refused = [](const std::string& text, const char* why) {
     try {

@@ -165,3 +165,22 @@ def test_ranks_and_bad_files(run, dumps, tmp_path):
     proc = run("compare", dump, dump, "-o", tmp_path / "config")
     assert proc.returncode == 0
     assert "step0/rank1/dump.json: not an msprobe dump.json" in proc.stderr
+
+
+def test_tensor_files_without_their_dump_json(run, dumps, tmp_path):
+    # dump_tensor_data/ copied on its own: the names say the API, the side and the slot
+    for side, plant in (("target", "layer2_conv"), ("reference", "none")):
+        shutil.copytree(dumps("msprobe", task="tensor", plant=plant) / "step0" / "rank0" / "dump_tensor_data",
+                        tmp_path / side)
+    (tmp_path / "target" / "checkpoint.pt").write_bytes(b"not one of the dump's tensors")
+    s, proc = compare(run, tmp_path / "target", tmp_path / "reference", tmp_path / "out")
+    assert s["rows"] == 401 and s["unmatched"] == 0, proc.stdout
+    assert "msprobe tensor files without their dump.json: no execution order" in proc.stderr
+    rows = list(csv.DictReader(open(tmp_path / "out" / "compare_result.csv")))
+    conv = next(r for r in rows if r["Target"] == MSPROBE_ANSWER and r["TensorIndex"] == "output.0")
+    assert conv["OpType"] == "conv2d" and conv["Result"] != "pass"
+    weight = next(r for r in rows if r["Target"] == MSPROBE_ANSWER and r["TensorIndex"] == "input.1")
+    assert weight["Result"] != "pass" and float(weight["RelativeEuclideanDistance"]) == pytest.approx(0.5, rel=1e-3)
+    assert all(r["Result"] == "pass" for r in rows if r["Target"].startswith(("Functional.conv2d.0.", "Module.conv1.")))
+    bn_weight = next(r for r in rows if r["Target"] == "Functional.batch_norm.0.forward" and r["TensorIndex"] == "input.1")
+    assert bn_weight["Shape"] == "(64)"  # the keyword weight= in aten's slot 1

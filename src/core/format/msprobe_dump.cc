@@ -90,6 +90,24 @@ bool is_number(const std::string& s) {
 
 bool is_module_prefix(const std::string& p) { return p == "Module" || p == "Cell"; }
 
+// APIs whose Python signature orders tensors differently from aten's schema of the op.
+struct Reorder {
+  const char* type;
+  std::vector<std::string> python, aten;
+};
+const Reorder* reorder_of(const std::string& api_type) {
+  static const Reorder reorders[] = {
+      {"batch_norm", {"input", "running_mean", "running_var", "weight", "bias"},
+       {"input", "weight", "bias", "running_mean", "running_var"}},
+      {"instance_norm", {"input", "running_mean", "running_var", "weight", "bias"},
+       {"input", "weight", "bias", "running_mean", "running_var"}},
+      {"embedding", {"input", "weight"}, {"weight", "input"}},
+  };
+  for (const auto& r : reorders)
+    if (api_type == r.type) return &r;
+  return nullptr;
+}
+
 // "Module.layer1.0.conv1.Conv2d.forward.0" -> "layer1.0.conv1" (msprobe's module names: path,
 // class, direction, call index).
 std::string module_path(const std::string& module) {
@@ -176,22 +194,9 @@ class Reader {
   // the Python API orders them differently: F.batch_norm passes running statistics before weight
   // and bias, aten::batch_norm after), so that slots pair with an aten-level dump's.
   void forward_inputs(const MsprobeTensor& proto, const ordered_json& body) {
-    struct Reorder {
-      const char* type;
-      std::vector<std::string> python, aten;
-    };
-    static const Reorder reorders[] = {
-        {"batch_norm", {"input", "running_mean", "running_var", "weight", "bias"},
-         {"input", "weight", "bias", "running_mean", "running_var"}},
-        {"instance_norm", {"input", "running_mean", "running_var", "weight", "bias"},
-         {"input", "weight", "bias", "running_mean", "running_var"}},
-        {"embedding", {"input", "weight"}, {"weight", "input"}},
-    };
     std::vector<std::pair<std::string, const ordered_json*>> named;  // in the Python call's order
     std::vector<std::string> where;
-    const Reorder* reorder = nullptr;
-    for (const auto& r : reorders)
-      if (proto.api_type == r.type && !is_module_prefix(proto.prefix)) reorder = &r;
+    const Reorder* reorder = is_module_prefix(proto.prefix) ? nullptr : reorder_of(proto.api_type);
     if (auto args = body.find("input_args"); args != body.end() && args->is_array())
       for (size_t i = 0; i < args->size(); ++i) {
         named.emplace_back(reorder && i < reorder->python.size() ? reorder->python[i] : "#" + std::to_string(i), &(*args)[i]);
@@ -295,6 +300,45 @@ std::string msprobe_api_type(const std::string& prefix, const std::string& api) 
     if (t == "nll_loss") return "nll_loss_nd";
   }
   return t;
+}
+
+bool parse_msprobe_file_name(const std::string& file_name, MsprobeFileName* out) {
+  std::string stem = file_name;
+  for (const char* ext : {".npy", ".pt"}) {
+    const size_t n = std::char_traits<char>::length(ext);
+    if (stem.size() > n && stem.compare(stem.size() - n, n, ext) == 0) stem.resize(stem.size() - n);
+  }
+  const auto parts = split(stem, '.');
+  // {api...}.{input|output}.{index}[.{index}...]: the last input/output marker followed by numbers
+  for (size_t i = parts.size(); i-- > 1;) {
+    if (parts[i] != "input" && parts[i] != "output") continue;
+    if (i + 1 >= parts.size() || parts[i + 1].empty() || (is_number(parts[i + 1]) && parts[i + 1].size() > 9)) return false;
+    const auto api = std::vector<std::string>(parts.begin(), parts.begin() + static_cast<long>(i));
+    if (api.size() < 4) return false;
+    const bool module = is_module_prefix(api[0]);
+    const std::string& direction = module ? api[api.size() - 2] : api.back();
+    if (direction != "forward" && direction != "backward") return false;
+    out->api = join(api, 0, api.size());
+    out->api_type = module ? "module:" + api[api.size() - 3] : msprobe_api_type(api[0], join(api, 1, api.size() - 2));
+    out->backward = direction == "backward";
+    out->input = parts[i] == "input";
+    const std::string& index = parts[i + 1];
+    if (is_number(index)) {
+      out->slot = static_cast<uint32_t>(std::stoul(index));
+    } else {  // a keyword argument: its place in aten's order where known, else a stable number of its name
+      const Reorder* r = reorder_of(out->api_type);
+      const auto at = r ? std::find(r->aten.begin(), r->aten.end(), index) : std::vector<std::string>::const_iterator();
+      if (r && at != r->aten.end()) {
+        out->slot = static_cast<uint32_t>(at - r->aten.begin());
+      } else {
+        uint32_t h = 2166136261u;  // FNV-1a
+        for (unsigned char c : index) h = (h ^ c) * 16777619u;
+        out->slot = 1000 + h % 100000;
+      }
+    }
+    return true;
+  }
+  return false;
 }
 
 MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& construct_text,

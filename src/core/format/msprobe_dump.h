@@ -47,6 +47,16 @@ MsprobeDump read_msprobe_dump(const std::string& dump_json);
 MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& construct_text,
                                const std::string& stack_text, const std::string& name);
 
+// A tensor file's name as msprobe writes it ("Functional.relu.0.forward.input.0.pt",
+// "Module.conv1.Conv2d.forward.0.output.0.npy"): the API, its type, the side and the first index
+// of the argument. False for other names.
+struct MsprobeFileName {
+  std::string api, api_type;
+  bool backward = false, input = false;
+  uint32_t slot = 0;
+};
+bool parse_msprobe_file_name(const std::string& file_name, MsprobeFileName* out);
+
 // Tensor.__iadd__ -> add, Functional.cross_entropy -> cross_entropy_loss: the type aten gives the
 // op a PyTorch adapter sees for the same call.
 std::string msprobe_api_type(const std::string& prefix, const std::string& api);

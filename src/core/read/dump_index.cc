@@ -143,7 +143,7 @@ class Indexer {
       case DumpFileKind::StatisticCsv: index_statistics(f, folder); break;
       case DumpFileKind::OpdebugRecord: index_.opdebug_files.push_back(f.path); break;
       case DumpFileKind::MsprobeDump: index_msprobe(f, folder); break;
-      case DumpFileKind::Pt:  // msprobe's tensors, listed by its dump.json
+      case DumpFileKind::Pt: index_pt(f, folder); break;
       case DumpFileKind::Other: break;
     }
   }
@@ -181,6 +181,8 @@ class Indexer {
       e.order = p.op.task_id;
       e.stream = p.op.stream_id;
       e.timestamp = p.op.timestamp;
+    } else if (MsprobeFileName m; parse_msprobe_file_name(name, &m)) {
+      msprobe_file(e, m);
     } else {
       e.op_name = name.size() > 4 ? name.substr(0, name.size() - 4) : name;
     }
@@ -282,6 +284,42 @@ class Indexer {
     }
   }
 
+  // An msprobe tensor file without its dump.json: what its name says (no statistics, no order).
+  void msprobe_file(DumpEntry& e, const MsprobeFileName& m) {
+    if (!lone_msprobe_files_++)
+      index_.warnings.push_back(folder_of(e.path) + ": msprobe tensor files without their dump.json: no execution order "
+                                "(ops are taken in name order, so a first divergence is only a guess) and no "
+                                "module structure; keep dump.json beside dump_tensor_data/");
+    e.msprobe = true;
+    e.op_name = m.api;
+    e.op_type = m.api_type;
+    e.io = m.input ? IoKind::Input : IoKind::Output;
+    e.slot = m.slot;
+    e.gradient = m.backward;
+  }
+
+  // A torch.save file outside an msprobe dump.json's folder, named as msprobe names tensors (or
+  // given by itself): read to learn its dtype and shape.
+  void index_pt(const DumpFile& f, const Folder& folder) {
+    DumpEntry e;
+    e.source = DumpEntry::Source::Pt;
+    e.path = f.path;
+    e.where = folder.where;
+    const std::string name = base_name(f.path);
+    if (MsprobeFileName m; parse_msprobe_file_name(name, &m)) msprobe_file(e, m);
+    else if (f.relative.empty()) e.op_name = name.substr(0, name.size() - 3);  // a file given by itself
+    else return;  // a checkpoint or other .pt kept beside a dump is not one of its tensors
+    e.key_name = sanitize_name(e.op_name);
+    try {
+      const Tensor t = read_torch_pt(f.path);
+      e.dtype = t.dtype;
+      e.shape = t.shape;
+    } catch (const Error& err) {
+      unreadable(e, err.what());
+    }
+    index_.entries.push_back(std::move(e));
+  }
+
   // msprobe: one entry per tensor of dump.json, in its order; the values in dump_tensor_data/ when
   // the dump has them, else the statistics dump.json records.
   void index_msprobe(const DumpFile& f, const Folder& folder) {
@@ -371,6 +409,7 @@ class Indexer {
   std::unordered_map<std::string, Folder> folders_;
   const std::set<uint32_t>& ranks_;
   size_t unreadable_ = 0;
+  size_t lone_msprobe_files_ = 0;
 };
 
 bool numeric(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), ::isdigit); }
