@@ -18,23 +18,6 @@ namespace {
 
 constexpr size_t kRowBatch = 64;
 
-// A window into bytes someone else keeps alive.
-class ViewBuffer final : public Buffer {
- public:
-  ViewBuffer(std::shared_ptr<const Buffer> owner, const void* data, size_t size)
-      : owner_(std::move(owner)), data_(data), size_(size) {}
-  const void* data() const override { return data_; }
-  size_t size() const override { return size_; }
-  void wait_ready() const override {
-    if (owner_) owner_->wait_ready();
-  }
-
- private:
-  std::shared_ptr<const Buffer> owner_;
-  const void* data_;
-  size_t size_;
-};
-
 void check_writable(const std::string& path) {
   make_dirs(path);
   if (::access(path.c_str(), W_OK | X_OK) != 0) throw IoError(path, "dump path is not writable", errno);

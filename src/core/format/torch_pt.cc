@@ -49,20 +49,6 @@ struct Record {
   uint64_t offset = 0, size = 0;
 };
 
-// A slice of another buffer, keeping it alive.
-class SliceBuffer final : public Buffer {
- public:
-  SliceBuffer(std::shared_ptr<const Buffer> whole, const void* data, size_t size)
-      : whole_(std::move(whole)), data_(data), size_(size) {}
-  const void* data() const override { return data_; }
-  size_t size() const override { return size_; }
-
- private:
-  std::shared_ptr<const Buffer> whole_;
-  const void* data_;
-  size_t size_;
-};
-
 std::map<std::string, Record> zip_records(const Buffer& bytes, const std::string& name) {
   MemoryStream stream{static_cast<const uint8_t*>(bytes.data()), bytes.size()};
   zlib_filefunc64_def io{};
@@ -473,7 +459,7 @@ Tensor parse_torch_pt(std::shared_ptr<const Buffer> bytes, const std::string& na
   const uint8_t* first = storage + static_cast<uint64_t>(v.offset) * item;
   if (contiguous && reinterpret_cast<uintptr_t>(first) % item == 0) {  // torch.save aligns records to 64 bytes
     t.data = first;
-    t.buffer = std::make_shared<SliceBuffer>(bytes, t.data, numel * item);
+    t.buffer = std::make_shared<ViewBuffer>(bytes, t.data, numel * item);
     return t;
   }
   // A view (a slice of a bigger tensor saved as is), or a record another writer left unaligned:

@@ -55,6 +55,23 @@ class HeapBuffer final : public Buffer {
   size_t size_;
 };
 
+// A window into bytes another buffer keeps alive (a record of an archive, a slice of a batch).
+class ViewBuffer final : public Buffer {
+ public:
+  ViewBuffer(std::shared_ptr<const Buffer> owner, const void* data, size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+  const void* data() const override { return data_; }
+  size_t size() const override { return size_; }
+  void wait_ready() const override {
+    if (owner_) owner_->wait_ready();
+  }
+
+ private:
+  std::shared_ptr<const Buffer> owner_;
+  const void* data_;
+  size_t size_;
+};
+
 // A read-only memory map of a whole file (empty files map to size 0).
 class MappedFile final : public Buffer {
  public:
