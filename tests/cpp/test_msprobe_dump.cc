@@ -127,6 +127,8 @@ TEST(MsprobeDump, TensorFileNames) {
   EXPECT_EQ(m.slot, 2u);  // aten::batch_norm(input, weight, bias, ...)
   ASSERT_TRUE(parse_msprobe_file_name("Tensor.__add__.1.forward.input.alpha.pt", &m));
   EXPECT_GE(m.slot, 1000u);
+  ASSERT_TRUE(parse_msprobe_file_name("Cell.network.conv1.Conv2d.forward.0.output.0.npy", &m));  // MindSpore
+  EXPECT_EQ(m.api_type, "module:Conv2d");
   EXPECT_FALSE(parse_msprobe_file_name("conv2d.Default_net.1.0.12.output.0.DefaultFormat.npy", &m));
   EXPECT_FALSE(parse_msprobe_file_name("input.0.pt", &m));
   EXPECT_FALSE(parse_msprobe_file_name("Functional.relu.0.sideways.input.0.pt", &m));
