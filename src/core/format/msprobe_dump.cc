@@ -31,6 +31,13 @@ std::string read_text(const std::string& path, bool required) {
 // Python's json writes NaN, Infinity and -Infinity bare; JSON has no such literals. Outside
 // strings they become strings, which the statistics reader understands.
 std::string quote_python_literals(const std::string& text) {
+  auto literal_at = [&](size_t i) -> size_t {  // the length of the literal starting at i, or 0
+    for (const char* word : {"NaN", "-Infinity", "Infinity"}) {
+      const size_t n = std::char_traits<char>::length(word);
+      if (text.compare(i, n, word) == 0) return n;
+    }
+    return 0;
+  };
   std::string out;
   out.reserve(text.size());
   bool in_string = false;
@@ -40,21 +47,15 @@ std::string quote_python_literals(const std::string& text) {
       out += c;
       if (c == '\\' && i + 1 < text.size()) out += text[++i];
       else if (c == '"') in_string = false;
-      continue;
+    } else if (const size_t n = literal_at(i)) {
+      out += '"';
+      out.append(text, i, n);
+      out += '"';
+      i += n - 1;
+    } else {
+      in_string = c == '"';
+      out += c;
     }
-    if (c == '"') in_string = true;
-    for (const char* word : {"NaN", "-Infinity", "Infinity"}) {
-      const size_t n = std::char_traits<char>::length(word);
-      if (text.compare(i, n, word) == 0) {
-        out += '"';
-        out += word;
-        out += '"';
-        i += n - 1;
-        goto next;
-      }
-    }
-    out += c;
-  next:;
   }
   return out;
 }
