@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 
 #include "opdump/error.h"
 
@@ -196,7 +196,8 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
     auto places = [&](const std::vector<DumpEntry>& entries, const std::vector<int64_t>& match, bool is_target) {
       std::map<Place, size_t> out;
       std::map<std::tuple<uint32_t, int64_t, std::string, std::string, std::string>, uint64_t> calls;
-      std::map<std::tuple<std::string, uint64_t>, uint64_t> call_of;  // (op key, occurrence) -> call index
+      // one call index per op (its tensors share it): (rank, iteration, folder, op name, occurrence)
+      std::map<std::tuple<uint32_t, int64_t, std::string, std::string, uint64_t>, uint64_t> call_of;
       for (size_t i = 0; i < entries.size(); ++i) {
         if (match[i] >= 0) continue;
         const DumpEntry& e = entries[i];
@@ -204,8 +205,7 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
         if (!mt) continue;
         const uint32_t rank = is_target ? rank_of(e) : e.rank();
         const int64_t iteration = is_target ? iteration_of(e) : e.iteration();
-        auto [it, fresh] = call_of.try_emplace({e.key_name + "@" + std::to_string(rank) + "/" + std::to_string(iteration),
-                                                e.occurrence});
+        auto [it, fresh] = call_of.try_emplace({rank, iteration, e.where.below, e.key_name, e.occurrence});
         if (fresh) it->second = calls[{rank, iteration, e.where.below, mt->first, mt->second}]++;
         out.emplace(Place{rank, iteration, e.where.below, mt->first, mt->second, it->second, int(e.io), e.slot}, i);
       }
