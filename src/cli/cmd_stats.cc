@@ -158,12 +158,9 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     OriginalNames names;
     std::vector<std::string> warnings;
     const auto files = scan_dump(path);
-    std::set<std::string> msprobe_data;  // msprobe's dump_tensor_data/ folders: read through their dump.json
-    for (const auto& f : files)
-      if (f.kind == DumpFileKind::MsprobeDump)
-        msprobe_data.insert(f.path.substr(0, f.path.find_last_of('/') + 1) + "dump_tensor_data/");
+    const std::set<std::string> msprobe_data = msprobe_tensor_folders(files);  // read through their dump.json
     for (const auto& f : files) {
-      const bool msprobe_file = msprobe_data.count(f.path.substr(0, f.path.find_last_of('/') + 1)) > 0;
+      const bool msprobe_file = msprobe_data.count(folder_of(f.path)) > 0;
       if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin && f.kind != DumpFileKind::MsprobeDump) continue;
       if (msprobe_file) continue;
       try {

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "format/dump_files.h"
 #include "format/opdebug.h"
 #include "read/dump_index.h"
 #include "opdump/error.h"
@@ -23,11 +24,6 @@ OverflowCheck check_entry(const DumpEntry& e) {
   if (!s.no_finite && std::max(std::fabs(s.max.value_or(0)), std::fabs(s.min.value_or(0))) > 65504.0)
     c.beyond_fp16 = 1;  // at least one
   return c;
-}
-
-std::string folder_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
 std::string hex(uint64_t v) {

@@ -16,6 +16,18 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::set<std::string> msprobe_tensor_folders(const std::vector<DumpFile>& files) {
+  std::set<std::string> folders;
+  for (const DumpFile& f : files)
+    if (f.kind == DumpFileKind::MsprobeDump) folders.insert(folder_of(f.path) + "/dump_tensor_data");
+  return folders;
+}
+
 DumpFileKind classify(const std::string& path) {
   const std::string name = base_name(path);
   auto ends_with = [&](const char* s) {

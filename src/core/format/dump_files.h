@@ -1,5 +1,6 @@
 // Finds the dump files below a path and tells their kind (npy, Ascend bin, statistic.csv).
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct DumpFile {
 // Throws opdump::Error when the path does not exist.
 std::vector<DumpFile> scan_dump(const std::string& path);
 DumpFileKind classify(const std::string& path);
+// The dump_tensor_data/ folders of the msprobe dump.json files among `files`: their tensors are
+// read through their dump.json, not as files of their own.
+std::set<std::string> msprobe_tensor_folders(const std::vector<DumpFile>& files);
+// The folder part of a path ("." for a bare name).
+std::string folder_of(const std::string& path);
 std::string base_name(const std::string& path);
 
 }  // namespace opdump

@@ -75,11 +75,6 @@ std::vector<int64_t> DumpIndex::iterations() const {
 
 namespace {
 
-std::string folder_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
 std::string absolute_folder(const std::string& path) {
   std::error_code ec;
   auto abs = std::filesystem::absolute(path, ec);
@@ -444,9 +439,7 @@ DumpIndex index_dump(const std::string& path, const std::set<uint32_t>& ranks) {
   DumpIndex index;
   Indexer indexer(index, ranks);
   const std::vector<DumpFile> files = scan_dump(path);
-  std::set<std::string> msprobe_data;  // dump_tensor_data/ folders: their files are dump.json's
-  for (const DumpFile& f : files)
-    if (f.kind == DumpFileKind::MsprobeDump) msprobe_data.insert(folder_of(f.path) + "/dump_tensor_data");
+  const std::set<std::string> msprobe_data = msprobe_tensor_folders(files);
   for (const DumpFile& f : files)
     if (msprobe_data.empty() || !msprobe_data.count(folder_of(f.path))) indexer.add(f);
   index.warnings.insert(index.warnings.end(), indexer.names.warnings.begin(), indexer.names.warnings.end());
