@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "opdump/error.h"
 
@@ -42,8 +43,28 @@ std::string shape_to_dims(const Shape& shape) {
   return s;
 }
 
+HeapBuffer::HeapBuffer(size_t size) : size_(size) {
+  if (size < kMappedFrom) {
+    bytes_ = new uint8_t[size];
+    return;
+  }
+  // Populated up front: the buffer is about to be filled whole, and one call faults it in
+  // faster than a page fault per 4 KiB.
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  bytes_ = static_cast<uint8_t*>(p);
+  mapped_ = true;
+}
+
 HeapBuffer::HeapBuffer(const void* src, size_t size) : HeapBuffer(size) {
-  if (size) std::memcpy(bytes_.get(), src, size);
+  if (size) std::memcpy(bytes_, src, size);
+}
+
+HeapBuffer::~HeapBuffer() {
+  if (mapped_)
+    ::munmap(bytes_, size_);
+  else
+    delete[] bytes_;
 }
 
 MappedFile::MappedFile(const std::string& path, bool populate) : path_(path) {

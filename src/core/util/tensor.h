@@ -41,18 +41,28 @@ class Buffer {
   virtual bool ready() const { return true; }
 };
 
-// A heap buffer.
+// Bytes this process allocates (a host copy to write, a file read into memory). Large ones
+// are mapped pages of their own, unmapped when freed: glibc would keep freed large blocks in
+// its heaps (its mmap threshold rises after each such free), so a dump's copies in flight
+// would leave the process's memory above max_inflight_mb long after they were written.
 class HeapBuffer final : public Buffer {
  public:
-  explicit HeapBuffer(size_t size) : bytes_(new uint8_t[size]), size_(size) {}
+  explicit HeapBuffer(size_t size);
   HeapBuffer(const void* src, size_t size);
-  const void* data() const override { return bytes_.get(); }
-  uint8_t* mutable_data() { return bytes_.get(); }
+  ~HeapBuffer() override;
+  HeapBuffer(const HeapBuffer&) = delete;
+  HeapBuffer& operator=(const HeapBuffer&) = delete;
+  const void* data() const override { return bytes_; }
+  uint8_t* mutable_data() { return bytes_; }
   size_t size() const override { return size_; }
+  // From this size on the bytes are mapped pages (below it, the syscalls would cost more than
+  // what the heap keeps).
+  static constexpr size_t kMappedFrom = size_t(64) << 10;
 
  private:
-  std::unique_ptr<uint8_t[]> bytes_;
+  uint8_t* bytes_ = nullptr;
   size_t size_;
+  bool mapped_ = false;
 };
 
 // A window into bytes another buffer keeps alive (a record of an archive, a slice of a batch).
