@@ -81,28 +81,6 @@ std::vector<std::pair<std::string, std::string>> load_mapping(const std::string&
 
 namespace {
 
-std::vector<uint64_t> abs_error_histogram(const Tensor& x, const Tensor& y) {
-  std::vector<uint64_t> bins(27, 0);
-  const uint64_t n = x.numel() * (dtype_is_complex(x.dtype) ? 2 : 1);
-  std::vector<double> bx(4096), by(4096);
-  for (uint64_t b = 0; b < n; b += bx.size()) {
-    const size_t m = static_cast<size_t>(std::min<uint64_t>(bx.size(), n - b));
-    widen_values(x.view(), b, m, bx.data());
-    widen_values(y.view(), b, m, by.data());
-    for (size_t i = 0; i < m; ++i) {
-      const double d = std::fabs(bx[i] - by[i]);
-      if (!std::isfinite(d)) continue;
-      if (d == 0) {
-        ++bins[0];
-        continue;
-      }
-      const int k = static_cast<int>(std::floor(std::log10(d))) + 14;
-      ++bins[static_cast<size_t>(std::clamp(k, 1, 26))];
-    }
-  }
-  return bins;
-}
-
 void judge(CompareRow& r, const Thresholds& t) {
   if (!r.compared) {
     if (r.verdict != Verdict::Error) r.verdict = Verdict::NotCompared;
@@ -366,7 +344,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   for (size_t i : shown) {
     CompareRow& r = result.rows[i];
     try {
-      r.abs_err_histogram = abs_error_histogram(load_entry(*r.target), load_entry(*r.reference));
+      r.abs_err_histogram = abs_error_histogram(load_entry(*r.target).view(), load_entry(*r.reference).view(), threads);
     } catch (const Error&) {
       // the row keeps its metrics; only the histogram is missing
     }

@@ -52,6 +52,10 @@ struct MetricsOptions {
 TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const MetricsOptions& options,
                               bool* nan_position_mismatch);
 
+// Counts of |x - y| per decade, CompareRow::abs_err_histogram's bins (non-finite differences are
+// left out), split across `threads` for large tensors.
+std::vector<uint64_t> abs_error_histogram(const TensorView& x, const TensorView& y, unsigned threads);
+
 // Values [begin, begin + n) of a tensor as float64 (complex: interleaved real and imaginary).
 void widen_values(const TensorView& v, size_t begin, size_t n, double* out);
 

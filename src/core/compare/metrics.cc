@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <vector>
+#include <algorithm>
 
 #include "metrics_kernels.h"
 #include "compare/compare.h"
@@ -35,15 +37,26 @@ void merge(MetricsPartial& a, const MetricsPartial& b) {
   a.sum_rel += b.sum_rel;
 }
 
-MetricsKernel best_metrics_kernel() {
+namespace {
+bool has_avx2() {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  static const MetricsKernel k =
-      __builtin_cpu_supports("avx2") ? &k_avx2::metrics_block : &k_baseline::metrics_block;
-  return k;
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
 #else
-  return &k_baseline::metrics_block;
+  return false;
 #endif
 }
+}  // namespace
+
+#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
+MetricsKernel best_metrics_kernel() { return has_avx2() ? &k_avx2::metrics_block : &k_baseline::metrics_block; }
+MetricsKernelF32 best_metrics_kernel_f32() {
+  return has_avx2() ? &k_avx2::metrics_block_f32 : &k_baseline::metrics_block_f32;
+}
+#else
+MetricsKernel best_metrics_kernel() { return &k_baseline::metrics_block; }
+MetricsKernelF32 best_metrics_kernel_f32() { return &k_baseline::metrics_block_f32; }
+#endif
 
 }  // namespace detail
 
@@ -107,6 +120,13 @@ double dtype_epsilon(DType t) {
 
 void run_range(const TensorView& x, const TensorView& y, size_t begin, size_t end, double kx, double ky, double eps_t,
                detail::MetricsPartial* out) {
+  if (x.dtype == DType::Float32 && y.dtype == DType::Float32) {
+    const auto kernel = detail::best_metrics_kernel_f32();
+    const float* fx = static_cast<const float*>(x.data);
+    const float* fy = static_cast<const float*>(y.data);
+    for (size_t b = begin; b < end; b += kBlock) kernel(fx + b, fy + b, std::min(kBlock, end - b), kx, ky, eps_t, out);
+    return;
+  }
   alignas(64) double bx[kBlock], by[kBlock];
   const auto kernel = detail::best_metrics_kernel();
   for (size_t b = begin; b < end; b += kBlock) {
@@ -160,7 +180,65 @@ double kl_divergence(const TensorView& x, const TensorView& y, uint64_t n) {
   return NAN;
 }
 
+// Splits [0, n) into `threads` block-aligned ranges, runs range(begin, end, part) for each (the
+// first on the calling thread) and returns the parts, in order.
+template <typename Part, typename Range>
+std::vector<Part> split_across(uint64_t n, unsigned threads, Range range) {
+  std::vector<Part> parts(std::max(1u, threads));
+  const uint64_t per = (n / parts.size() + kBlock - 1) / kBlock * kBlock;
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < parts.size(); ++t)
+    pool.emplace_back([&, t] { range(std::min(n, per * t), std::min(n, per * (t + 1)), parts[t]); });
+  range(0, parts.size() == 1 ? n : std::min(n, per), parts[0]);
+  for (auto& th : pool) th.join();
+  return parts;
+}
+
+// Thresholds of the histogram's bins 2..26: 1e-12 ... 1e12 (index k + 12 holds 1e(k)).
+constexpr double kDecades[] = {1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0,
+                               1e1,   1e2,   1e3,   1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11, 1e12};
+
+// floor(log10(d)) + 14 clamped to 1..26, for finite d > 0, without a logarithm: the binary
+// exponent gives the decade or the one below it, and one comparison decides.
+size_t decade_bin(double d) {
+  if (d < kDecades[0]) return 1;
+  if (d >= kDecades[24]) return 26;
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  const int e2 = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // |e2| <= 41 here
+  int k = (e2 * 1233) >> 12;                                     // floor(e2 * log10(2)), exact for |e2| < 680
+  k += d >= kDecades[k + 13];
+  return static_cast<size_t>(k + 14);
+}
+
+void histogram_range(const TensorView& x, const TensorView& y, size_t begin, size_t end, std::vector<uint64_t>& bins) {
+  alignas(64) double bx[kBlock], by[kBlock];
+  bins.assign(27, 0);
+  for (size_t b = begin; b < end; b += kBlock) {
+    const size_t n = std::min(kBlock, end - b);
+    widen(x, b, n, bx);
+    widen(y, b, n, by);
+    for (size_t i = 0; i < n; ++i) {
+      const double d = std::fabs(bx[i] - by[i]);
+      if (!std::isfinite(d)) continue;
+      ++bins[d == 0 ? 0 : decade_bin(d)];
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<uint64_t> abs_error_histogram(const TensorView& x, const TensorView& y, unsigned threads) {
+  const uint64_t n = real_count(x);
+  if (n != real_count(y)) throw Error("tensors of different sizes cannot be compared");
+  if (n < (uint64_t(1) << 21)) threads = 1;
+  auto parts = split_across<std::vector<uint64_t>>(
+      n, threads, [&](uint64_t b, uint64_t e, std::vector<uint64_t>& bins) { histogram_range(x, y, b, e, bins); });
+  std::vector<uint64_t> bins(27, 0);
+  for (const auto& p : parts)
+    for (size_t k = 0; k < bins.size(); ++k) bins[k] += p[k];
+  return bins;
+}
 
 TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const MetricsOptions& options,
                               bool* nan_position_mismatch) {
@@ -189,20 +267,10 @@ TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const Me
       if (budget && n) budget->give_back(n);
     }
   } give_back{options.budget, borrowed};
-  if (n < (uint64_t(1) << 21) || threads <= 1) {
-    run_range(x, y, 0, n, kx, ky, eps_t, &total);
-  } else {
-    std::vector<detail::MetricsPartial> parts(threads);
-    std::vector<std::thread> pool;
-    const uint64_t per = (n / threads + kBlock - 1) / kBlock * kBlock;
-    for (unsigned t = 1; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        run_range(x, y, std::min(n, per * t), std::min(n, per * (t + 1)), kx, ky, eps_t, &parts[t]);
-      });
-    run_range(x, y, 0, std::min(n, per), kx, ky, eps_t, &parts[0]);
-    for (auto& th : pool) th.join();
-    for (const auto& p : parts) detail::merge(total, p);
-  }
+  if (n < (uint64_t(1) << 21)) threads = 1;
+  const auto parts = split_across<detail::MetricsPartial>(
+      n, threads, [&](uint64_t b, uint64_t e, detail::MetricsPartial& part) { run_range(x, y, b, e, kx, ky, eps_t, &part); });
+  for (const auto& p : parts) detail::merge(total, p);
   if (total.nan_mismatch) {
     *nan_position_mismatch = true;
     return m;

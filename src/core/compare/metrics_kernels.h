@@ -1,4 +1,4 @@
-// Internal: the one-pass comparison kernel over two float64 blocks, compiled twice (baseline and
+// Internal: the one-pass comparison kernel over two float64 (or float32) blocks, compiled twice (baseline and
 // AVX2) from metrics_kernels.inc.
 #pragma once
 #include <cstddef>
@@ -19,14 +19,22 @@ void merge(MetricsPartial& into, const MetricsPartial& from);
 // type's epsilon for the thousandth ratios.
 using MetricsKernel = void (*)(const double* x, const double* y, size_t n, double kx, double ky, double eps_t,
                                MetricsPartial* out);
+// The same for float32 blocks, widened to float64 inside the kernel.
+using MetricsKernelF32 = void (*)(const float* x, const float* y, size_t n, double kx, double ky, double eps_t,
+                                  MetricsPartial* out);
 
 namespace k_baseline {
 void metrics_block(const double* x, const double* y, size_t n, double kx, double ky, double eps_t, MetricsPartial* out);
+void metrics_block_f32(const float* x, const float* y, size_t n, double kx, double ky, double eps_t,
+                       MetricsPartial* out);
 }
 namespace k_avx2 {
 void metrics_block(const double* x, const double* y, size_t n, double kx, double ky, double eps_t, MetricsPartial* out);
+void metrics_block_f32(const float* x, const float* y, size_t n, double kx, double ky, double eps_t,
+                       MetricsPartial* out);
 }
 
 MetricsKernel best_metrics_kernel();
+MetricsKernelF32 best_metrics_kernel_f32();
 
 }  // namespace opdump::detail
