@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <cmath>
 #include <fstream>
 #include <mutex>
@@ -225,8 +226,16 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     throw Error(is_folder(target) ? target + " is a folder and " + reference + " a file: compare two files or two folders"
                                   : target + " is a file and " + reference + " a folder: compare two files or two folders");
   CompareResult result;
-  result.target = index_dump(target, options.ranks);
-  result.reference = index_dump(reference, options.ranks);
+  // The two sides are indexed at once: a dump of many small files spends most of its indexing
+  // time waiting on the file system, one file after another.
+  auto reference_index = std::async(std::launch::async, [&] { return index_dump(reference, options.ranks); });
+  try {
+    result.target = index_dump(target, options.ranks);
+  } catch (...) {
+    reference_index.wait();  // (its own error, if any, is the later one: the target's is reported)
+    throw;
+  }
+  result.reference = reference_index.get();
   const auto& T = result.target.entries;
   const auto& R = result.reference.entries;
   std::string of_ranks;
@@ -264,7 +273,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   std::atomic<size_t> next{0}, done{0};
   std::atomic<uint64_t> bytes{0};
   std::mutex progress_mutex;
-  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = options.threads ? options.threads : hardware_threads();
   // One budget for the row workers and the splits of large tensors inside them: each worker
   // holds one thread; a worker out of rows gives its thread to the large tensors still running.
   // Twice the workers: a worker spends part of its time reading files, and a large tensor's

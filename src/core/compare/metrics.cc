@@ -254,7 +254,7 @@ TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const Me
   const double kx = std::isfinite(first[0]) ? first[0] : 0, ky = std::isfinite(first[1]) ? first[1] : 0;
   const double eps_t = std::max(dtype_epsilon(x.dtype), dtype_epsilon(y.dtype));
   detail::MetricsPartial total;
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = options.threads ? options.threads : hardware_threads();
   unsigned borrowed = 0;
   if (n >= (uint64_t(1) << 21) && threads > 1 && options.budget) {
     borrowed = options.budget->take(threads - 1);

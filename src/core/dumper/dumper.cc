@@ -10,6 +10,7 @@
 
 #include "opdump/error.h"
 #include "util/log.h"
+#include "util/thread_budget.h"
 #include "format/npy.h"
 #include "format/ascend_bin.h"
 
@@ -55,7 +56,7 @@ Dumper::Dumper(DumpConfig config, DumperOptions options)
   make_dirs(run_root_);
   if (config_.layout == Layout::MindSporeSync) write_text(".dump_metadata/data_dump.json", config_.original_text);
   unsigned threads = config_.writer_threads;
-  if (threads == 0) threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency() / 2));
+  if (threads == 0) threads = std::max(1u, std::min(4u, hardware_threads() / 2));
   writer_ = std::make_unique<AsyncWriter>(WriterOptions{threads, config_.max_inflight_bytes});
   statistics_ = std::make_unique<StatisticCsvWriter>(config_.stat_categories);
 }

@@ -280,7 +280,7 @@ void write_npy(const std::string& path, const TensorView& view) {
 
 Tensor read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
 
-NpyHeader read_npy_header(const std::string& path) {
+NpyHeader read_npy_header(const std::string& path, std::shared_ptr<const Buffer>* whole) {
   uint64_t file_size = 0;
   std::string bytes = read_file_prefix(path, 4096, &file_size);
   // A header longer than the first 4 KiB (a very high-rank shape): read up to its end.
@@ -290,7 +290,9 @@ NpyHeader read_npy_header(const std::string& path) {
                                    : 12 + (uint64_t(p[8]) | uint64_t(p[9]) << 8 | uint64_t(p[10]) << 16 | uint64_t(p[11]) << 24);
     if (len > bytes.size() && len <= kMaxHeaderBytes + 12) bytes = read_file_prefix(path, static_cast<size_t>(len), &file_size);
   }
-  return parse_npy_header(bytes.data(), bytes.size(), path, file_size);
+  NpyHeader h = parse_npy_header(bytes.data(), bytes.size(), path, file_size);
+  if (whole && bytes.size() == file_size) *whole = std::make_shared<HeapBuffer>(bytes.data(), bytes.size());
+  return h;
 }
 
 Tensor parse_npy(std::shared_ptr<const Buffer> file, const std::string& path) {

@@ -29,8 +29,10 @@ void npy_encode_payload(const TensorView& view, void* out);
 // Checks magic, version, dict syntax, dtype, shape and that the data fills the file exactly;
 // `file_size` is the whole file's size when `bytes` holds only its beginning.
 NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& name, uint64_t file_size = UINT64_MAX);
-// The header of an npy file, reading only its beginning (indexing a dump of many files).
-NpyHeader read_npy_header(const std::string& path);
+// The header of an npy file, reading only its beginning (indexing a dump of many files). When
+// that beginning is the whole file and `whole` is given, *whole gets its bytes (parse_npy reads
+// them later without opening the file again).
+NpyHeader read_npy_header(const std::string& path, std::shared_ptr<const Buffer>* whole = nullptr);
 
 // Writes a complete npy file (through a temporary name, renamed when complete).
 void write_npy(const std::string& path, const TensorView& view);

@@ -78,6 +78,9 @@ struct DumpEntry {
   bool shape_known = true;
   std::optional<RecordedStats> stats;  // statistics-only entries
   std::string unreadable;              // why the values cannot be decoded ("" when they can)
+  // A small npy file's bytes, read whole while indexing (within a budget): compare reads its
+  // values from here instead of opening the file a second time.
+  std::shared_ptr<const Buffer> file_bytes;
   // Entries of msprobe's dump.json: a gradient (its *.backward APIs), the parent module's path from
   // construct.json ("layer1.0.conv1"; "" when unknown) and the user's line from stack.json.
   bool msprobe = false;

@@ -15,6 +15,7 @@
 
 #include "opdump/error.h"
 #include "stats_kernels.h"
+#include "util/thread_budget.h"
 
 namespace opdump {
 namespace detail {
@@ -249,7 +250,7 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   const size_t bytes = n * dtype_size(view.dtype);
   detail::StatsKernel kernel = detail::best_stats_kernel();
   detail::StatsPartial total;
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = options.threads ? options.threads : hardware_threads();
   if (bytes < options.parallel_threshold_bytes || threads <= 1 || n < 4096) {
     kernel(view.data, 0, n, view.dtype, &total);
   } else {

@@ -4,8 +4,16 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <thread>
 
 namespace opdump {
+
+// The cores this process may use, asked once: std::thread::hardware_concurrency() reads sysfs on
+// every call (open, read, close: microseconds), and it was asked per tensor and per compared row.
+inline unsigned hardware_threads() {
+  static const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  return n;
+}
 
 class ThreadBudget {
  public:
