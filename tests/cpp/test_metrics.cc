@@ -101,3 +101,17 @@ TEST(Metrics, LargeTensorsSplitAcrossThreadsGiveWhatOneThreadGives) {
   for (size_t i = 0; i < n; ++i) sabs += std::fabs(double(x[i]) - double(y[i]));
   EXPECT_NEAR(b.mean_abs_err, sabs / n, 1e-12);
 }
+
+TEST(Metrics, SplitsCoverTheLastElementWhenTheLengthDividesIntoWholeBlocks) {
+  const size_t n = size_t(3) * 2048 * 400 + 1;  // n / 3 is a whole number of blocks: one element over
+  std::vector<float> x(n, 1.0f), y(n, 1.0f);
+  x[n - 1] = 101.0f;
+  MetricsOptions three;
+  three.threads = 3;
+  bool mismatch = false;
+  EXPECT_EQ(compute_metrics(view_of(x), view_of(y), three, &mismatch).max_abs_err, 100.0);
+  const auto histogram = abs_error_histogram(view_of(x), view_of(y), 3);
+  uint64_t counted = 0;
+  for (uint64_t c : histogram) counted += c;
+  EXPECT_EQ(counted, n);
+}
