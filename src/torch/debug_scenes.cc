@@ -35,7 +35,9 @@ OverflowCheck check_host(const at::Tensor& t) {
   if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype) || !dtype_can_overflow(dtype))
     return {};
   at::Tensor c = contiguous_host_view(t);
-  return check_overflow(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())});
+  const IntraOpSplit split = intra_op_split();
+  return check_overflow(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())},
+                        split.runner, split.parts, IntraOpSplit::kFromBytes);
 }
 
 OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowCheck check) {

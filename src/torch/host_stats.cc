@@ -1,6 +1,10 @@
 #include "host_stats.h"
 
 #include "util/log.h"
+#include "util/thread_budget.h"
+#include "util/thread_name.h"
+
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <pthread.h>
@@ -38,15 +42,48 @@ LazyStats::LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, Stats
 LazyStats::LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes)
     : LazyWork(barrier, /*done=*/true), dtype_(DType::Float32), stats_(done), bytes_(bytes) {}
 
+namespace {
+void run_on_intra_op_threads(std::vector<std::function<void()>>& jobs) {
+  at::parallel_for(0, static_cast<int64_t>(jobs.size()), 1, [&jobs](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) jobs[static_cast<size_t>(i)]();
+  });
+}
+}  // namespace
+
+IntraOpSplit intra_op_split() {
+  if (PendingWork::on_background_thread() || at::in_parallel_region()) return {};
+  const int threads = at::get_num_threads();
+  if (threads <= 1) return {};
+  return {&run_on_intra_op_threads, static_cast<unsigned>(threads)};
+}
+
 void LazyStats::compute(std::vector<at::Tensor>& release) {
+  StatsOptions options = options_;
+  if (const IntraOpSplit split = intra_op_split(); split.runner) {
+    options.threads = split.parts;
+    options.runner = split.runner;
+    options.parallel_threshold_bytes = IntraOpSplit::kFromBytes;
+  }
   stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
                                     Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                         options_);
+                         options);
   release.push_back(std::move(tensor_));
 }
 
 namespace {
 std::atomic<bool> g_forked_child{false};
+thread_local bool t_background_thread = false;
+}  // namespace
+
+bool PendingWork::on_background_thread() { return t_background_thread; }
+
+bool PendingWork::runs_inline() const {
+  switch (placement_.load(std::memory_order_relaxed)) {
+    case HostWork::Background: return false;
+    case HostWork::Inline: return true;
+    case HostWork::Auto: break;
+  }
+  return at::get_num_threads() >= static_cast<int>(hardware_threads());
 }
 
 PendingWork::PendingWork() {
@@ -68,7 +105,7 @@ PendingWork::~PendingWork() {
 bool PendingWork::in_forked_child() { return g_forked_child.load(std::memory_order_relaxed); }
 
 void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work) {
-  if (in_forked_child()) {
+  if (in_forked_child() || runs_inline()) {
     work->run();
     return;
   }
@@ -92,6 +129,8 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
 }
 
 void PendingWork::worker_loop() {
+  t_background_thread = true;
+  name_this_thread("opdump-stats");
   std::vector<std::weak_ptr<LazyWork>> batch;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (true) {

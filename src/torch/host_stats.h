@@ -1,6 +1,9 @@
 // Statistics of CPU tensors, computed lazily on a background thread from the live tensor (no
 // copy; the training thread does not wait), and remembered per tensor version so that an op's output
-// is not summarized again as the next op's input.
+// is not summarized again as the next op's input. When the framework's intra-op threads take every
+// core there is no core for that thread: it would preempt one of them, and every parallel region
+// of an op would wait for the preempted one; then the work is done as each op ends, on its own
+// thread, split over the intra-op threads (the op's data still in cache).
 //
 // Lazy is safe because whatever could write a tensor first finishes its pending statistics:
 // an op about to write a storage (schema "(a!)" arguments, batch_norm's running statistics),
@@ -18,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/config.h"
 #include "stats/stats.h"
 
 namespace opdump::pt::detail {
@@ -94,7 +98,14 @@ class PendingWork {
   ~PendingWork();
   PendingWork(const PendingWork&) = delete;
   PendingWork& operator=(const PendingWork&) = delete;
+  // Queues `work` for the background thread, or does it now on this thread (host_work: inline,
+  // or auto with every core taken by the framework's intra-op threads).
   void add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work);
+  void set_placement(HostWork where) { placement_.store(where, std::memory_order_relaxed); }
+  bool runs_inline() const;
+  // Whether the calling thread is the background thread (work there must not use the
+  // framework's intra-op threads: they serve the training threads).
+  static bool on_background_thread();
   // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
   void force(const std::vector<const c10::StorageImpl*>& storages) {
@@ -126,6 +137,7 @@ class PendingWork {
   static bool in_forked_child();
   size_t adds_since_prune_ = 0;
   ReleaseQueue releases_;
+  std::atomic<HostWork> placement_{HostWork::Auto};
 };
 
 // Statistics of tensors already summarized (per thread): keyed by TensorImpl, valid while the
@@ -153,6 +165,16 @@ class StatsCache {
   void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats);
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
 };
+
+// How the calling thread may split a large tensor's pass: over torch's intra-op threads, which
+// are started and waiting between ops (a split costs microseconds). Nothing to split with on the
+// background thread (those threads serve the training threads) or inside a parallel region.
+struct IntraOpSplit {
+  static constexpr size_t kFromBytes = size_t(1) << 20;
+  ParallelRunner runner = nullptr;
+  unsigned parts = 1;
+};
+IntraOpSplit intra_op_split();
 
 // The storage a tensor reads (nullptr for tensors without one).
 inline const c10::StorageImpl* storage_of(const at::Tensor& t) {

@@ -128,6 +128,7 @@ class Observer final : public RuntimeListener {
     if (dumping)
       if (auto d = runtime_.dumper()) {
         level_.store(static_cast<int>(d->config().level));
+        barrier_.set_placement(d->config().host_work);
         scene_.store(static_cast<int>(d->config().scene));
       }
     std::lock_guard<std::mutex> lock(mutex_);

@@ -172,8 +172,10 @@ TEST(ConfigPaths, BracedVariablesAndUnknownKeysWarn) {
 
 TEST(ConfigOptions, OpdumpObjectInEveryDialect) {
   DumpConfig c = parse_config(R"({"dump": {"dump_path": "/o"}, "opdump": {"level": "kernel", "writer_threads": 3,
-     "max_inflight_mb": 64}})", "t", env_of({}));
+     "max_inflight_mb": 64, "host_work": "inline"}})", "t", env_of({}));
   EXPECT_EQ(c.level, ObserveLevel::Kernel);
+  EXPECT_EQ(c.host_work, HostWork::Inline);
+  EXPECT_EQ(parse_config(R"({"dump": {"dump_path": "/o"}})", "t", env_of({})).host_work, HostWork::Auto);
   EXPECT_EQ(c.writer_threads, 3u);
   EXPECT_EQ(c.max_inflight_bytes, uint64_t(64) << 20);
 }
@@ -277,6 +279,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"session_no_path", "{\"enable_dump\": true}", "dump_path", "required"},
         BadConfig{"session_step", "{\"enable_dump\": true, \"dump_path\": \"/o\", \"dump_step\": \"a\"}", "dump_step", "contains 'a'"},
         BadConfig{"opdump_level", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"level\": \"op\"}}", "opdump.level", "\"api\", \"kernel\", \"all\""},
+        BadConfig{"opdump_host_work", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"host_work\": \"gpu\"}}", "opdump.host_work", "\"auto\", \"background\", \"inline\""},
         BadConfig{"opdump_threads", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"writer_threads\": 65}}", "opdump.writer_threads", "0 to 64"},
         // GE's DumpConfigValidator rules
         BadConfig{"cann_no_dump_path", "{\"dump\": {\"dump_list\": [{\"model_name\": \"m\"}]}}", "dump.dump_path", "is required"},

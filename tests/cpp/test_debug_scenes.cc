@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "debug_scenes/debug_scenes.h"
 #include "dumper/dumper.h"
@@ -70,6 +71,29 @@ TEST(OverflowCheck, LongTensorsFindTheOneBadElementAnywhere) {
     w[at] = std::numeric_limits<float>::quiet_NaN();
     EXPECT_EQ(check_overflow(view_of(w, DType::Float32)).nan_or_inf, 1u) << at;
   }
+}
+
+static void run_on_threads(std::vector<std::function<void()>>& jobs) {
+  std::vector<std::thread> threads;
+  for (auto& job : jobs) threads.emplace_back(job);
+  for (auto& t : threads) t.join();
+}
+
+TEST(OverflowCheck, SplitScanCountsLikeOnePass) {
+  std::vector<float> v(3'000'001, 0.5f);
+  const size_t bad[] = {0, 750'015, 750'016, 1'500'000, 2'999'999, v.size() - 1};
+  for (size_t at : bad) v[at] = at % 2 ? std::numeric_limits<float>::infinity() : 1e6f;
+  const OverflowCheck one = check_overflow(view_of(v, DType::Float32));
+  for (unsigned parts : {2u, 3u, 4u}) {
+    const OverflowCheck split = check_overflow(view_of(v, DType::Float32), &run_on_threads, parts, 1024);
+    EXPECT_EQ(split.nan_or_inf, one.nan_or_inf) << parts;
+    EXPECT_EQ(split.beyond_fp16, one.beyond_fp16) << parts;
+  }
+  EXPECT_EQ(one.nan_or_inf + one.beyond_fp16, 6u);
+  std::vector<float> z(2'000'000, 1.0f);  // complex64: 1M elements, the last one's imaginary part NaN
+  z.back() = std::numeric_limits<float>::quiet_NaN();
+  TensorView zv{z.data(), DType::Complex64, {1'000'000}};
+  EXPECT_EQ(check_overflow(zv, &run_on_threads, 3, 1024).nan_or_inf, 1u);
 }
 
 TEST(OverflowCheck, OtherFloatDtypes) {

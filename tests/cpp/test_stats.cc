@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "opdump/error.h"
 #include "stats/stats.h"
@@ -110,6 +112,44 @@ TEST(Stats, ParallelEqualsSerial) {
   EXPECT_EQ(a.max, b.max);
   // Block boundaries differ, so the float-lane rounding differs slightly.
   EXPECT_NEAR(a.sum, b.sum, 1e-7 * std::fabs(a.sum) + 1e-6);
+  EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-7 * a.sum_sq);
+}
+
+namespace {
+// An injected runner, as the torch adapter injects torch's intra-op threads: runs the jobs on
+// threads of its own and counts what it was given.
+std::atomic<int> g_runner_calls{0}, g_runner_jobs{0};
+void counting_runner(std::vector<std::function<void()>>& jobs) {
+  ++g_runner_calls;
+  g_runner_jobs += static_cast<int>(jobs.size());
+  std::vector<std::thread> threads;
+  for (auto& job : jobs) threads.emplace_back(job);
+  for (auto& t : threads) t.join();
+}
+}  // namespace
+
+TEST(Stats, InjectedRunnerSplitsLargeTensorsOnly) {
+  auto v = random_floats(3'000'001, 5, true);
+  StatsOptions serial;
+  serial.threads = 1;
+  StatsOptions injected;
+  injected.threads = 3;
+  injected.runner = &counting_runner;
+  injected.parallel_threshold_bytes = size_t(1) << 20;
+  g_runner_calls = g_runner_jobs = 0;
+  TensorView small{v.data(), DType::Float32, {100'000}};  // 400 KB: below the threshold
+  TensorStats s = compute_stats(small, injected);
+  EXPECT_EQ(g_runner_calls.load(), 0);
+  EXPECT_EQ(s.max, compute_stats(small, serial).max);
+  TensorView large{v.data(), DType::Float32, {3000001}};
+  TensorStats a = compute_stats(large, serial), b = compute_stats(large, injected);
+  EXPECT_EQ(g_runner_calls.load(), 1);
+  EXPECT_EQ(g_runner_jobs.load(), 3);
+  EXPECT_EQ(a.nan, b.nan);
+  EXPECT_EQ(a.pos_inf + a.neg_inf, b.pos_inf + b.neg_inf);
+  EXPECT_EQ(a.negative, b.negative);
+  EXPECT_EQ(a.min, b.min);
+  EXPECT_EQ(a.max, b.max);
   EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-7 * a.sum_sq);
 }
 

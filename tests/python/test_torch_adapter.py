@@ -209,6 +209,43 @@ def test_statistics_mode_writes_no_tensors_and_matches_device_path(workload, tmp
                     assert float(b[col]) == pytest.approx(float(a[col]), rel=1e-5, abs=1e-6), (it, k, col)
 
 
+# host_work "inline" summarizes as each op ends on its own thread, splitting tensors of 1 MB and up
+# over torch's intra-op threads (resnet18's layer4 weights are 9.4 MB); "auto" does that when
+# torch's threads take every core, so that no background thread competes with them.
+def test_host_work_inline_gives_the_background_threads_statistics(workload, tmp_path):
+    cores = os.cpu_count()
+    cats = {"statistic_category": ["max", "min", "avg", "l2norm", "count", "zero count", "nan count"]}
+    runs = {}
+    for name, host_work, threads in [("background", "background", 2), ("inline", "inline", 2),
+                                     ("auto_all_cores", "auto", cores), ("auto_one_thread", "auto", 1)]:
+        cfg = ms_config(tmp_path / name, iteration="all", saved_data="statistic", common=cats, host_work=host_work)
+        runs[name] = workload("resnet18", steps=2, config=cfg, extra=("--threads", str(threads)))
+    assert runs["inline"]["losses"] == runs["background"]["losses"]  # dumping never changes the numbers
+    assert "opdump-stats" in runs["background"]["thread_names"]
+    assert "opdump-stats" not in runs["inline"]["thread_names"]
+    assert "opdump-stats" not in runs["auto_all_cores"]["thread_names"]
+    if cores > 1:
+        assert "opdump-stats" in runs["auto_one_thread"]["thread_names"]
+    for it in (0, 1):
+        rows = {}
+        for name in ("background", "inline"):
+            folder = iteration_folder(runs[name]["report"]["root"], it)
+            rows[name] = {(r["Op Name"], r["IO"], r["Slot"]): r for r in dr.statistics(folder)}
+        assert rows["inline"].keys() == rows["background"].keys() and len(rows["inline"]) > 500
+        big = 0
+        for key, a in rows["background"].items():
+            b = rows["inline"][key]
+            big += int(a["Count"]) >= 2**18  # 1 MB of float32: split over the intra-op threads
+            for col in ("Max Value", "Min Value", "Count", "Zero Count", "NaN Count"):
+                assert b[col] == a[col], (it, key, col)
+            for col in ("Avg Value", "L2Norm Value"):  # sums split differently round differently
+                if a[col] == "null":
+                    assert b[col] == "null"
+                else:
+                    assert float(b[col]) == pytest.approx(float(a[col]), rel=1e-6, abs=1e-12), (it, key, col)
+        assert big > 20
+
+
 ALIAS_WRITES = r"""
 import json, sys, torch
 sys.path.insert(0, sys.argv[2])

@@ -73,11 +73,12 @@ def main():
     p.add_argument("--mark", action="store_true", help="set_dump(model.fc) for dump_mode 2")
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--bf16", action="store_true", help="forward under CPU autocast to bfloat16")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     args = p.parse_args()
 
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     if args.distributed:
         import torch.distributed as dist
         dist.init_process_group("gloo")
@@ -116,13 +117,14 @@ def main():
             t = torch.tensor([loss.item()])
             dist.all_reduce(t)
 
+    thread_names = sorted({open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")})
     if args.config:
         import opdump
         root = opdump.dump_root()
         report = opdump.finalize_dump()
         report["root"] = root
     digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
-    result = {"losses": losses, "params": digest, "report": report}
+    result = {"losses": losses, "params": digest, "report": report, "thread_names": thread_names}
     if args.result:
         with open(args.result, "w") as f:
             json.dump(result, f)

@@ -48,6 +48,10 @@ std::string_view to_string(ObserveLevel l) {
   return l == ObserveLevel::Api ? "api" : l == ObserveLevel::Kernel ? "kernel" : "all";
 }
 
+std::string_view to_string(HostWork w) {
+  return w == HostWork::Auto ? "auto" : w == HostWork::Background ? "background" : "inline";
+}
+
 bool DumpConfig::device_selected(uint32_t device) const {
   if (support_device.empty()) return true;
   for (uint32_t d : support_device)
@@ -118,7 +122,7 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
            {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "net_name",
-            "save_kernel_args", "overflow_ignore_ops", "overflow_number"});
+            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work"});
   if (auto v = f.choice("level", {"api", "kernel", "all"}))
     c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
   if (auto v = f.boolean("skip_no_compute_ops")) c.skip_no_compute_ops = *v;
@@ -126,6 +130,8 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   if (auto v = f.integer("max_inflight_mb", 1, 1 << 20)) c.max_inflight_bytes = static_cast<uint64_t>(*v) << 20;
   if (auto v = f.integer("writer_threads", 0, 64)) c.writer_threads = static_cast<unsigned>(*v);
   if (auto v = f.string("net_name")) c.net_name = *v;
+  if (auto v = f.choice("host_work", {"auto", "background", "inline"}))
+    c.host_work = *v == "auto" ? HostWork::Auto : *v == "background" ? HostWork::Background : HostWork::Inline;
   if (auto v = f.boolean("save_kernel_args")) c.save_kernel_args = *v;
   if (auto v = f.string_list("overflow_ignore_ops", 4096)) c.overflow_ignore_ops = *v;
   if (auto v = f.integer("overflow_number", 0, UINT32_MAX)) c.overflow_number = static_cast<uint32_t>(*v);

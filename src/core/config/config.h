@@ -25,6 +25,10 @@ enum class Layout { Ascend, MindSporeSync };
 enum class Scene { Normal, Overflow, ExceptionBrief, ExceptionNorm, ExceptionDetail, Watcher };
 enum class ObserveLevel { Api, Kernel, All };
 enum class StatCalcMode { Host, Device };
+// Where statistics and overflow checks of host tensors are computed: on a background thread of
+// opdump's (the training does not wait), on the op's own thread as the op ends (split over the
+// framework's intra-op threads), or the first when a core is free for it and else the second.
+enum class HostWork { Auto, Background, Inline };
 
 std::string_view to_string(Dialect d);
 std::string_view to_string(IoSelect s);
@@ -33,6 +37,7 @@ std::string_view to_string(FileFormat f);
 std::string_view to_string(Layout l);
 std::string_view to_string(Scene s);
 std::string_view to_string(ObserveLevel l);
+std::string_view to_string(HostWork w);
 
 // acl.json dump_list entry.
 struct ModelSelection {
@@ -80,6 +85,7 @@ struct DumpConfig {
   std::vector<std::string> overflow_ignore_ops = default_overflow_ignore_ops();
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
   unsigned writer_threads = 0;  // 0: half the cores, 1 to 4
+  HostWork host_work = HostWork::Auto;
 
   std::string original_text;          // the config as given (for .dump_metadata)
   std::vector<std::string> warnings;  // unknown keys and similar

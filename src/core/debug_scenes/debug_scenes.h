@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "layout/layout.h"
+#include "stats/stats.h"
 #include "util/tensor.h"
 
 namespace opdump {
@@ -26,8 +27,10 @@ struct OverflowCheck {
 
 // Floating and complex dtypes can overflow; integers never do.
 bool dtype_can_overflow(DType dtype);
-// One read-only pass over the tensor (vectorized; no allocation).
-OverflowCheck check_overflow(const TensorView& t);
+// One read-only pass over the tensor (vectorized; no allocation). With a runner, a tensor of
+// `split_from_bytes` and up is split into `parts` scanned at once.
+OverflowCheck check_overflow(const TensorView& t, ParallelRunner runner = nullptr, unsigned parts = 1,
+                             size_t split_from_bytes = size_t(1) << 20);
 
 // One tensor of an overflowing op, as the Opdebug record lists it.
 struct OverflowTensor {

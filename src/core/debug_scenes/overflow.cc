@@ -20,11 +20,30 @@ bool dtype_can_overflow(DType dtype) {
   }
 }
 
-OverflowCheck check_overflow(const TensorView& t) {
+OverflowCheck check_overflow(const TensorView& t, ParallelRunner runner, unsigned parts, size_t split_from_bytes) {
   OverflowCheck c;
   if (!t.data || !dtype_can_overflow(t.dtype)) return c;
-  detail::best_range_scan_kernel()(t.data, static_cast<size_t>(t.numel()), t.dtype, /*saturating_limit=*/true,
-                                   &c.nan_or_inf, &c.beyond_fp16);
+  const detail::RangeScanKernel scan = detail::best_range_scan_kernel();
+  const size_t n = static_cast<size_t>(t.numel()), element = dtype_size(t.dtype);
+  if (!runner || parts <= 1 || n * element < split_from_bytes || n < size_t(parts) * 4096) {
+    scan(t.data, n, t.dtype, /*saturating_limit=*/true, &c.nan_or_inf, &c.beyond_fp16);
+    return c;
+  }
+  std::vector<OverflowCheck> counts(parts);
+  std::vector<std::function<void()>> jobs;
+  const size_t per = ((n + parts - 1) / parts + 63) / 64 * 64;  // every element in some part
+  for (unsigned p = 0; p < parts; ++p) {
+    const size_t b = std::min(n, per * p), e = std::min(n, per * (p + 1));
+    jobs.emplace_back([&, b, e, p] {
+      scan(static_cast<const char*>(t.data) + b * element, e - b, t.dtype, true, &counts[p].nan_or_inf,
+           &counts[p].beyond_fp16);
+    });
+  }
+  runner(jobs);
+  for (const OverflowCheck& part : counts) {
+    c.nan_or_inf += part.nan_or_inf;
+    c.beyond_fp16 += part.beyond_fp16;
+  }
   return c;
 }
 

@@ -16,6 +16,7 @@
 #include "opdump/error.h"
 #include "stats_kernels.h"
 #include "util/thread_budget.h"
+#include "util/thread_name.h"
 
 namespace opdump {
 namespace detail {
@@ -217,6 +218,7 @@ class StatsPool {
   void ensure_threads(size_t n) {
     while (threads_.size() < n) {
       threads_.emplace_back([this] {
+        name_this_thread("opdump-split");
         std::unique_lock<std::mutex> lock(mutex_);
         while (true) {
           has_work_.wait(lock, [&] { return !queue_.empty(); });
@@ -257,13 +259,15 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
     threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));
     std::vector<detail::StatsPartial> parts(threads);
     std::vector<std::function<void()>> jobs;
-    const uint64_t per = (n / threads + 63) / 64 * 64;
+    const uint64_t per = ((n + threads - 1) / threads + 63) / 64 * 64;  // every element in some part
     for (unsigned t = 0; t < threads; ++t) {
       const uint64_t b = std::min<uint64_t>(n, per * t), e = std::min<uint64_t>(n, per * (t + 1));
       jobs.emplace_back([&, b, e, t] { kernel(view.data, b, e, view.dtype, &parts[t]); });
     }
-    std::unique_lock<std::mutex> busy(pool_user_mutex(), std::try_to_lock);
-    if (busy.owns_lock()) {
+    std::unique_lock<std::mutex> busy(pool_user_mutex(), std::defer_lock);
+    if (options.runner) {
+      options.runner(jobs);
+    } else if (busy.try_lock()) {
       StatsPool::instance().run(jobs);
     } else {
       for (auto& j : jobs) j();  // another tensor is using the helpers: do it here

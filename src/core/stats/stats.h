@@ -1,6 +1,7 @@
 // Tensor statistics: every statistic_category of MindSpore's dump (the MindSpore Dump guide) plus a fast hash.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,11 @@ struct TensorStats {
   std::string cell(StatCategory c, DType dtype) const;
 };
 
+// Runs every job and returns when all are done, some of them on other threads: a framework's
+// own worker pool, injected by its adapter, so that splitting a tensor does not start threads
+// that compete with the framework's for the cores.
+using ParallelRunner = void (*)(std::vector<std::function<void()>>& jobs);
+
 struct StatsOptions {
   bool md5 = false;
   bool xxhash = false;
@@ -67,6 +73,7 @@ struct StatsOptions {
   // parallel_threshold_bytes are done on the calling thread.
   unsigned threads = 0;
   size_t parallel_threshold_bytes = size_t(8) << 20;
+  ParallelRunner runner = nullptr;  // null: opdump's own helper threads
 };
 
 TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});

@@ -3,6 +3,7 @@
 
 #include "opdump/error.h"
 #include "util/log.h"
+#include "util/thread_name.h"
 #include "writer/async_writer.h"
 
 namespace opdump {
@@ -91,6 +92,7 @@ void AsyncWriter::record_written(uint64_t files, uint64_t bytes) {
 }
 
 void AsyncWriter::worker_loop() {
+  name_this_thread("opdump-writer");
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     has_work_.wait(lock, [&] { return shutdown_ || !queue_.empty(); });
