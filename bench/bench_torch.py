@@ -8,6 +8,8 @@ whole process (every thread) per step:
   stats      statistics mode at api level, the model's ops included       (goal <= 1.2x wall, <= 1.35x CPU)
   overflow   overflow mode (op_debug_mode 3): every output checked, nothing overflows   (goal <= 1.15x)
   tensor     tensor mode at api level; MB/s against a raw sequential write of the same bytes
+  MODE@WHERE a mode with opdump.host_work forced (stats@background, overflow@inline): where host
+             statistics and overflow checks run, side by side with the default (auto)
 
 Separate processes differ by up to +-20% in step time on this VM whatever they run, so each
 mode is also measured inside one process, where that noise cancels:
@@ -45,6 +47,7 @@ x = torch.randn(4, 3, 64, 64); y = torch.randint(0, 1000, (4,))
 def step():
     opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
 base, _, how = mode.partition("-")
+base, _, host_work = base.partition("@")  # stats@background: opdump.host_work forced
 alternate = how == "alt"      # even iterations dumped, odd ones not: both in this process
 in_blocks = how == "blocks"   # undumped and dumped blocks of steps alternate in this process
 if mode != "plain":
@@ -55,6 +58,8 @@ if mode != "plain":
            "saved_data": "tensor" if base == "tensor" else "statistic", "input_output": 0, "kernels": [],
            "support_device": [0], "op_debug_mode": 3 if base == "overflow" else 0},
            "e2e_dump_settings": {"enable": True}}
+    if host_work:
+        cfg["opdump"] = {"host_work": host_work}
     json.dump(cfg, open(path + ".json", "w"))
     opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
     if not in_blocks:
@@ -90,7 +95,7 @@ THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
 
 
 def run_mode(mode, steps, workdir, pythonpath=None):
-    path = os.path.join(workdir, mode)
+    path = os.path.join(workdir, mode.replace("@", "_"))  # dump paths take no "@"
     shutil.rmtree(path, ignore_errors=True)
     env = dict(os.environ)
     if pythonpath:
