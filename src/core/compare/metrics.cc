@@ -185,7 +185,7 @@ double kl_divergence(const TensorView& x, const TensorView& y, uint64_t n) {
 template <typename Part, typename Range>
 std::vector<Part> split_across(uint64_t n, unsigned threads, Range range) {
   std::vector<Part> parts(std::max(1u, threads));
-  const uint64_t per = ((n + parts.size() - 1) / parts.size() + kBlock - 1) / kBlock * kBlock;  // no tail left out
+  const uint64_t per = part_length(n, parts.size(), kBlock);
   std::vector<std::thread> pool;
   for (size_t t = 1; t < parts.size(); ++t)
     pool.emplace_back([&, t] { range(std::min(n, per * t), std::min(n, per * (t + 1)), parts[t]); });

@@ -5,6 +5,7 @@
 #include "debug_scenes/debug_scenes.h"
 #include "stats_kernels.h"
 #include "select/op_kinds.h"
+#include "util/thread_budget.h"
 
 namespace opdump {
 
@@ -31,7 +32,7 @@ OverflowCheck check_overflow(const TensorView& t, ParallelRunner runner, unsigne
   }
   std::vector<OverflowCheck> counts(parts);
   std::vector<std::function<void()>> jobs;
-  const size_t per = ((n + parts - 1) / parts + 63) / 64 * 64;  // every element in some part
+  const size_t per = part_length(n, parts, 64);
   for (unsigned p = 0; p < parts; ++p) {
     const size_t b = std::min(n, per * p), e = std::min(n, per * (p + 1));
     jobs.emplace_back([&, b, e, p] {

@@ -259,7 +259,7 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
     threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));
     std::vector<detail::StatsPartial> parts(threads);
     std::vector<std::function<void()>> jobs;
-    const uint64_t per = ((n + threads - 1) / threads + 63) / 64 * 64;  // every element in some part
+    const uint64_t per = part_length(n, threads, 64);
     for (unsigned t = 0; t < threads; ++t) {
       const uint64_t b = std::min<uint64_t>(n, per * t), e = std::min<uint64_t>(n, per * (t + 1));
       jobs.emplace_back([&, b, e, t] { kernel(view.data, b, e, view.dtype, &parts[t]); });

@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <thread>
 
 namespace opdump {
@@ -13,6 +14,12 @@ namespace opdump {
 inline unsigned hardware_threads() {
   static const unsigned n = std::max(1u, std::thread::hardware_concurrency());
   return n;
+}
+
+// The length of each of `parts` pieces, a whole number of `block`s, that together cover [0, n): piece p
+// is [min(n, p * len), min(n, (p + 1) * len)). Rounding n / parts down instead once left the tail out.
+inline uint64_t part_length(uint64_t n, uint64_t parts, uint64_t block) {
+  return ((n + parts - 1) / parts + block - 1) / block * block;
 }
 
 class ThreadBudget {
