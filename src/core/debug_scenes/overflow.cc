@@ -5,7 +5,6 @@
 #include "debug_scenes/debug_scenes.h"
 #include "stats_kernels.h"
 #include "select/op_kinds.h"
-#include "util/thread_budget.h"
 
 namespace opdump {
 
@@ -31,16 +30,10 @@ OverflowCheck check_overflow(const TensorView& t, ParallelRunner runner, unsigne
     return c;
   }
   std::vector<OverflowCheck> counts(parts);
-  std::vector<std::function<void()>> jobs;
-  const size_t per = part_length(n, parts, 64);
-  for (unsigned p = 0; p < parts; ++p) {
-    const size_t b = std::min(n, per * p), e = std::min(n, per * (p + 1));
-    jobs.emplace_back([&, b, e, p] {
-      scan(static_cast<const char*>(t.data) + b * element, e - b, t.dtype, true, &counts[p].nan_or_inf,
-           &counts[p].beyond_fp16);
-    });
-  }
-  runner(jobs);
+  run_split(n, parts, runner, [&](uint64_t b, uint64_t e, unsigned p) {
+    scan(static_cast<const char*>(t.data) + b * element, e - b, t.dtype, /*saturating_limit=*/true,
+         &counts[p].nan_or_inf, &counts[p].beyond_fp16);
+  });
   for (const OverflowCheck& part : counts) {
     c.nan_or_inf += part.nan_or_inf;
     c.beyond_fp16 += part.beyond_fp16;

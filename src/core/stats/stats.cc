@@ -245,7 +245,28 @@ std::mutex& pool_user_mutex() {
   return m;
 }
 
+// The default runner: the helpers, one tensor at a time.
+void run_on_helpers(std::vector<std::function<void()>>& jobs) {
+  std::unique_lock<std::mutex> busy(pool_user_mutex(), std::try_to_lock);
+  if (busy.owns_lock()) {
+    StatsPool::instance().run(jobs);
+  } else {
+    for (auto& j : jobs) j();  // another tensor is using the helpers: do it here
+  }
+}
+
 }  // namespace
+
+void run_split(uint64_t n, unsigned parts, ParallelRunner runner,
+               const std::function<void(uint64_t begin, uint64_t end, unsigned index)>& part) {
+  std::vector<std::function<void()>> jobs;
+  const uint64_t per = part_length(n, parts, 64);
+  for (unsigned p = 0; p < parts; ++p) {
+    const uint64_t b = std::min<uint64_t>(n, per * p), e = std::min<uint64_t>(n, per * (p + 1));
+    jobs.emplace_back([&part, b, e, p] { part(b, e, p); });
+  }
+  (runner ? runner : &run_on_helpers)(jobs);
+}
 
 TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   const uint64_t n = view.numel();
@@ -258,20 +279,8 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   } else {
     threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));
     std::vector<detail::StatsPartial> parts(threads);
-    std::vector<std::function<void()>> jobs;
-    const uint64_t per = part_length(n, threads, 64);
-    for (unsigned t = 0; t < threads; ++t) {
-      const uint64_t b = std::min<uint64_t>(n, per * t), e = std::min<uint64_t>(n, per * (t + 1));
-      jobs.emplace_back([&, b, e, t] { kernel(view.data, b, e, view.dtype, &parts[t]); });
-    }
-    std::unique_lock<std::mutex> busy(pool_user_mutex(), std::defer_lock);
-    if (options.runner) {
-      options.runner(jobs);
-    } else if (busy.try_lock()) {
-      StatsPool::instance().run(jobs);
-    } else {
-      for (auto& j : jobs) j();  // another tensor is using the helpers: do it here
-    }
+    run_split(n, threads, options.runner,
+              [&](uint64_t b, uint64_t e, unsigned t) { kernel(view.data, b, e, view.dtype, &parts[t]); });
     for (const auto& p : parts) detail::merge(total, p);
   }
   TensorStats s;

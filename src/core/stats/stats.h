@@ -66,6 +66,12 @@ struct TensorStats {
 // that compete with the framework's for the cores.
 using ParallelRunner = void (*)(std::vector<std::function<void()>>& jobs);
 
+// Calls part(begin, end, index) for `parts` pieces of [0, n), each a whole number of 64 elements
+// (the last one shorter), through `runner` (null: opdump's own helper threads, or the calling
+// thread while another tensor uses them).
+void run_split(uint64_t n, unsigned parts, ParallelRunner runner,
+               const std::function<void(uint64_t begin, uint64_t end, unsigned index)>& part);
+
 struct StatsOptions {
   bool md5 = false;
   bool xxhash = false;
