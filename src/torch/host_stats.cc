@@ -77,13 +77,9 @@ thread_local bool t_background_thread = false;
 
 bool PendingWork::on_background_thread() { return t_background_thread; }
 
-bool PendingWork::runs_inline() const {
-  switch (placement_.load(std::memory_order_relaxed)) {
-    case HostWork::Background: return false;
-    case HostWork::Inline: return true;
-    case HostWork::Auto: break;
-  }
-  return at::get_num_threads() >= static_cast<int>(hardware_threads());
+void PendingWork::set_placement(HostWork where) {
+  const bool all_cores_busy = at::get_num_threads() >= static_cast<int>(hardware_threads());
+  inline_.store(where == HostWork::Inline || (where == HostWork::Auto && all_cores_busy), std::memory_order_relaxed);
 }
 
 PendingWork::PendingWork() {

@@ -101,8 +101,11 @@ class PendingWork {
   // Queues `work` for the background thread, or does it now on this thread (host_work: inline,
   // or auto with every core taken by the framework's intra-op threads).
   void add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work);
-  void set_placement(HostWork where) { placement_.store(where, std::memory_order_relaxed); }
-  bool runs_inline() const;
+  // Decided once, when dumping starts, on the thread that starts it: ops on other threads (the
+  // autograd engine's) may see another intra-op thread count, and a dump whose work were partly
+  // inline and partly queued would report overflows out of order.
+  void set_placement(HostWork where);
+  bool runs_inline() const { return inline_.load(std::memory_order_relaxed); }
   // Whether the calling thread is the background thread (work there must not use the
   // framework's intra-op threads: they serve the training threads).
   static bool on_background_thread();
@@ -137,7 +140,7 @@ class PendingWork {
   static bool in_forked_child();
   size_t adds_since_prune_ = 0;
   ReleaseQueue releases_;
-  std::atomic<HostWork> placement_{HostWork::Auto};
+  std::atomic<bool> inline_{false};
 };
 
 // Statistics of tensors already summarized (per thread): keyed by TensorImpl, valid while the
