@@ -10,6 +10,7 @@
 
 #include "metrics_kernels.h"
 #include "compare/compare.h"
+#include "util/cpu_features.h"
 #include "util/thread_budget.h"
 #include "opdump/error.h"
 
@@ -37,21 +38,12 @@ void merge(MetricsPartial& a, const MetricsPartial& b) {
   a.sum_rel += b.sum_rel;
 }
 
-namespace {
-bool has_avx2() {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-#else
-  return false;
-#endif
+MetricsKernel best_metrics_kernel() {
+  return cpu_runs_avx2_kernels() ? &k_avx2::metrics_block : &k_baseline::metrics_block;
 }
-}  // namespace
-
-#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-MetricsKernel best_metrics_kernel() { return has_avx2() ? &k_avx2::metrics_block : &k_baseline::metrics_block; }
 MetricsKernelF32 best_metrics_kernel_f32() {
-  return has_avx2() ? &k_avx2::metrics_block_f32 : &k_baseline::metrics_block_f32;
+  return cpu_runs_avx2_kernels() ? &k_avx2::metrics_block_f32 : &k_baseline::metrics_block_f32;
 }
 #else
 MetricsKernel best_metrics_kernel() { return &k_baseline::metrics_block; }

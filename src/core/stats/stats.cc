@@ -15,6 +15,7 @@
 
 #include "opdump/error.h"
 #include "stats_kernels.h"
+#include "util/cpu_features.h"
 #include "util/thread_budget.h"
 #include "util/thread_name.h"
 
@@ -54,28 +55,16 @@ void merge(StatsPartial& into, const StatsPartial& from) {
   into.sum_sq += from.sum_sq;
 }
 
-namespace {
-// Whether the AVX2 builds of the kernels run here (checked once).
-bool use_avx2_kernels() {
-#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-#else
-  return false;
-#endif
-}
-}  // namespace
-
 StatsKernel best_stats_kernel() {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  if (use_avx2_kernels()) return &k_avx2::compute;
+  if (cpu_runs_avx2_kernels()) return &k_avx2::compute;
 #endif
   return &k_baseline::compute;
 }
 
 RangeScanKernel best_range_scan_kernel() {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  if (use_avx2_kernels()) return &k_avx2::range_scan;
+  if (cpu_runs_avx2_kernels()) return &k_avx2::range_scan;
 #endif
   return &k_baseline::range_scan;
 }
