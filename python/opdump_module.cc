@@ -33,6 +33,7 @@ py::dict report_dict(const opdump::WriterReport& r, const opdump::DumpCounters& 
   d["files_lost"] = r.files_lost;
   d["bytes_lost"] = r.bytes_lost;
   d["tasks_failed"] = r.tasks_failed;
+  d["peak_inflight_bytes"] = r.peak_inflight_bytes;
   d["first_error"] = r.first_error;
   d["warnings"] = r.warnings;
   d["ok"] = r.ok();

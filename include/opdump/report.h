@@ -13,6 +13,10 @@ struct WriterReport {
   uint64_t files_lost = 0;
   uint64_t bytes_lost = 0;
   uint64_t tasks_failed = 0;
+  // The most memory the dump held at once for writing: copies made and not yet written, queued
+  // work (max_inflight_mb caps it, except that an op's own copies go ahead when nothing queued can
+  // make room).
+  uint64_t peak_inflight_bytes = 0;
   std::string first_error;  // empty when nothing went wrong
   // What was probably a mistake (nothing dumped, a model name that matched nothing, ...); each
   // was also logged. They do not make the dump incomplete.

@@ -32,8 +32,9 @@ bool dtype_of(at::ScalarType s, DType* out) {
 // wait_ready() waits for (an event on the producing stream: no synchronisation of training).
 class TensorBuffer final : public Buffer {
  public:
-  TensorBuffer(at::Tensor host, std::unique_ptr<c10::Event> event, std::shared_ptr<HeapBuffer> memory = nullptr)
-      : memory_(std::move(memory)), host_(std::move(host)), event_(std::move(event)) {}
+  TensorBuffer(at::Tensor host, std::unique_ptr<c10::Event> event, std::shared_ptr<HeapBuffer> memory,
+               std::shared_ptr<const void> charge)
+      : charge_(std::move(charge)), memory_(std::move(memory)), host_(std::move(host)), event_(std::move(event)) {}
   const void* data() const override { return host_.data_ptr(); }
   size_t size() const override { return host_.numel() * host_.element_size(); }
   // Polls on a writer thread (c10::Event::synchronize is not in every PyTorch version).
@@ -41,8 +42,10 @@ class TensorBuffer final : public Buffer {
     while (event_ && !event_->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   bool ready() const override { return !event_ || event_->query(); }
+  bool charged() const override { return charge_ != nullptr; }
 
  private:
+  std::shared_ptr<const void> charge_;  // released after the bytes below are freed
   std::shared_ptr<HeapBuffer> memory_;  // host_'s bytes when opdump allocated them; outlives host_
   at::Tensor host_;
   std::unique_ptr<c10::Event> event_;
@@ -57,19 +60,19 @@ std::unique_ptr<c10::Event> record_event(const at::Device& device) {
 }
 }  // namespace
 
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t) {
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t, std::shared_ptr<const void> charge) {
   if (t.device().is_cpu()) {
     // Into opdump's own memory (HeapBuffer: large copies are unmapped once written), not the
     // framework allocator's, whose freed blocks would stay in the process's heaps.
     auto memory = std::make_shared<HeapBuffer>(static_cast<size_t>(t.numel()) * t.element_size());
     at::Tensor copy = at::from_blob(memory->mutable_data(), t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
     copy.copy_(t);
-    return std::make_shared<TensorBuffer>(std::move(copy), nullptr, std::move(memory));
+    return std::make_shared<TensorBuffer>(std::move(copy), nullptr, std::move(memory), std::move(charge));
   }
   at::Tensor pinned =
       at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true).memory_format(at::MemoryFormat::Contiguous));
   pinned.copy_(t, /*non_blocking=*/true);
-  return std::make_shared<TensorBuffer>(std::move(pinned), record_event(t.device()));
+  return std::make_shared<TensorBuffer>(std::move(pinned), record_event(t.device()), nullptr, std::move(charge));
 }
 
 uint64_t stream_of(const at::Tensor& t) {

@@ -11,8 +11,9 @@ namespace opdump::pt::detail {
 
 bool dtype_of(at::ScalarType s, DType* out);
 // A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that
-// Buffer::wait_ready() waits for.
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t);
+// Buffer::wait_ready() waits for. `charge` (AsyncWriter::charge) is kept with the copy: its bytes
+// count as in flight until the copy is dropped.
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t, std::shared_ptr<const void> charge = nullptr);
 // Every tensor of an op's arguments or results in dump slot order (undefined ones included).
 // `Values`: RecordFunction::inputs() or outputs(), whose types differ between versions.
 template <typename Values>

@@ -488,7 +488,9 @@ class Observer final : public RuntimeListener {
     d.view = TensorView{nullptr, dtype, shape};
     const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
     if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
-      auto copy = host_copy(t.detach());
+      // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its
+      // outputs, and each op nested in it holds copies of its own.
+      auto copy = host_copy(t.detach(), dumper.writer().charge(d.view.nbytes()));
       d.view.data = copy->data();
       d.owner = copy;
       if (config.dumps_statistics() && on_device) d.precomputed = device_stats(t.detach());

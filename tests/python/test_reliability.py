@@ -17,8 +17,8 @@ from conftest import BUILD, PYTHON, ms_config
 ENV = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
 
 
-def python(code, timeout=300, **kw):
-    return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=ENV, timeout=timeout, **kw)
+def python(code, timeout=300, env=None, **kw):
+    return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env or ENV, timeout=timeout, **kw)
 
 
 def final_files(root):
@@ -203,17 +203,10 @@ def _torch_major():
     return int(out.stdout.strip() or 0)
 
 
-# PyTorch 2.6 (Debian 13): the growth happens in the first dumped step and depends on the machine's load:
-# 75-100 MB on a quiet machine, 117 MB once, 187-284 MB while sanitizer builds ran on both cores (PyTorch 1.13
-# under the same load: 94 MB). Every allocation of 1 MB and up during the dumped steps is torch's own empty_cpu,
-# and with glibc's mmap threshold pinned (MALLOC_MMAP_THRESHOLD_=131072) the growth is 94 MB: glibc keeps the
-# training's own freed blocks in its heap, in a timing-dependent pattern. So the bound is asserted on PyTorch
-# 1.x only and reported on 2.x (issue 15's note).
-@pytest.mark.xfail(condition=_torch_major() >= 2, reason="peak RSS bound not yet met on PyTorch 2.x", strict=False)
 def test_tensor_mode_memory_stays_within_max_inflight_mb(tmp_path):
-    """Peak memory of a tensor dump grows by at most max_inflight_mb and the tensors of the op being
-    captured (copied before they can queue), however many steps are written: the copies go back to the
-    system once written instead of staying in the allocator's heaps."""
+    """Peak memory of a tensor dump grows by at most max_inflight_mb and some slack, however many steps
+    are written: copies count against the cap from when they are made, and go back to the system once
+    written instead of staying in the allocator's heaps."""
     cap_mb = 64
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(ms_config(tmp_path / "dump", max_inflight_mb=cap_mb, writer_threads=1)))
@@ -231,12 +224,20 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 opdump.register_model(m, "net"); opdump.hook_optimizer(opt)
 opdump.set_dump({str(cfg)!r})
 for _ in range(4): step()
-opdump.finalize_dump()
-print(json.dumps({{"grown_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024}}))
+report = opdump.finalize_dump()
+print(json.dumps({{"grown_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
+                  "peak_inflight_mb": report["peak_inflight_bytes"] / 2**20}}))
 """
-    proc = python(code, timeout=600)
+    # PyTorch 2.x allocates its tensors from glibc's heap once glibc's dynamic mmap threshold has risen,
+    # and that heap keeps freed blocks of the training's own tensors in a pattern that depends on when
+    # the dump makes the training wait: 17-47 MB above the cap in 2.6 (65-66 MB in all with the
+    # threshold pinned, as 1.13 gives without). Pinned there, what is left is what the dump holds.
+    # (The dump's own copies are mapped whatever glibc's threshold: 1.x checks that they go back.)
+    env = dict(ENV, MALLOC_MMAP_THRESHOLD_="131072") if _torch_major() >= 2 else ENV
+    proc = python(code, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr
-    grown_mb = json.loads(proc.stdout.splitlines()[-1])["grown_mb"]
+    result = json.loads(proc.stdout.splitlines()[-1])
+    grown_mb = result["grown_mb"]
     per_op = {}
     for p in check_complete(tmp_path / "dump"):
         name = os.path.basename(p)
@@ -245,6 +246,12 @@ print(json.dumps({{"grown_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxr
     written_mb = sum(per_op.values()) / 2**20
     largest_op_mb = max(per_op.values()) / 2**20
     assert written_mb > 20 * cap_mb  # the dump is many times the cap: a heap that kept its copies would show
+    # Copies count against the cap from when they are made (an op's input copies wait for its outputs,
+    # and nested ops each hold theirs): the dump never held more than the cap at once. Before they were
+    # counted only once queued: cap + 26 MB held here.
+    assert cap_mb / 2 < result["peak_inflight_mb"] <= cap_mb, (result, largest_op_mb)
     # 16 MB of slack: the dumper's own records and the allocator's small-block heaps. Before the copies
-    # were unmapped once written: 136 MB here, against 95 MB after.
-    assert grown_mb <= cap_mb + largest_op_mb + 16, (grown_mb, largest_op_mb, written_mb)
+    # were unmapped once written: 136 MB here, 95 MB after; 66 MB once they counted from when they were
+    # made (until then an op's copies came on top of the cap: largest op 27 MB here).
+    assert grown_mb <= cap_mb + 16, (grown_mb, largest_op_mb, written_mb)
+    print(f"grown {grown_mb:.1f} MB, largest op {largest_op_mb:.1f} MB, peak in flight {result['peak_inflight_mb']:.1f} MB")

@@ -119,6 +119,11 @@ std::string Dumper::op_folder(const OpRecord& op) {
   return folder;
 }
 
+namespace {
+// Memory a job holding `t` adds to what is in flight: nothing when the copy was counted as it was made.
+uint64_t uncharged_bytes(const DumpTensor& t) { return t.owner && t.owner->charged() ? 0 : t.view.nbytes(); }
+}  // namespace
+
 void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
   if (closed_.load(std::memory_order_acquire)) return;
   dump_to(op, op_folder(op), inputs, outputs);
@@ -162,7 +167,7 @@ void Dumper::dump_tensor_files(const OpRecord& op, const std::string& folder, Io
     tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
     if (t.view.dtype == DType::BFloat16) {
       // Widen to float32 on a writer thread, not on the caller's.
-      writer_->run(bytes, [this, path, header = std::move(header), t] {
+      writer_->run(uncharged_bytes(t) + npy_payload_size(t.view), [this, path, header = std::move(header), t] {
         t.owner->wait_ready();
         auto wide = std::make_shared<HeapBuffer>(npy_payload_size(t.view));
         npy_encode_payload(t.view, wide->mutable_data());
@@ -176,13 +181,17 @@ void Dumper::dump_tensor_files(const OpRecord& op, const std::string& folder, Io
 
 void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
                       const std::vector<DumpTensor>& outputs) {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, uncharged = 0;
   for (const auto* list : {&inputs, &outputs})
-    for (const auto& t : *list) bytes += t.view.nbytes();
+    for (const auto& t : *list) {
+      bytes += t.view.nbytes();
+      uncharged += uncharged_bytes(t);
+    }
   tensors_.fetch_add(inputs.size() + outputs.size(), std::memory_order_relaxed);
   tensor_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   const std::string path = folder + "/" + names_.map(folder, ascend_file_name(op.id));
-  writer_->run(bytes, [this, path, op, inputs, outputs] {
+  // The payload is assembled into one buffer on the writer thread: as large as the tensors.
+  writer_->run(uncharged + bytes, [this, path, op, inputs, outputs] {
     std::vector<BinWriteTensor> in, out;
     for (const auto& t : inputs) {
       if (t.owner) t.owner->wait_ready();
@@ -225,7 +234,7 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
       pending_rows_.push_back(PendingRow{folder, std::move(row), t});
       if (pending_rows_.size() < kRowBatch) continue;
     } else {
-      writer_->run(t.view.nbytes(), [this, folder, row = std::move(row), t, so]() mutable {
+      writer_->run(uncharged_bytes(t), [this, folder, row = std::move(row), t, so]() mutable {
         if (t.owner) t.owner->wait_ready();
         row.stats = compute_stats(t.view, so);
         statistics_->append(folder, row);

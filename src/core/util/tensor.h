@@ -39,6 +39,9 @@ class Buffer {
   virtual void wait_ready() const {}
   // Whether wait_ready() would return at once.
   virtual bool ready() const { return true; }
+  // Whether these bytes were counted as in flight when they were allocated (AsyncWriter::charge), so
+  // that the work writing them does not count them again.
+  virtual bool charged() const { return false; }
 };
 
 // Bytes this process allocates (a host copy to write, a file read into memory). Large ones
@@ -75,6 +78,7 @@ class ViewBuffer final : public Buffer {
   void wait_ready() const override {
     if (owner_) owner_->wait_ready();
   }
+  bool charged() const override { return owner_ && owner_->charged(); }
 
  private:
   std::shared_ptr<const Buffer> owner_;

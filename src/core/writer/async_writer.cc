@@ -26,12 +26,39 @@ AsyncWriter::~AsyncWriter() {
 
 void AsyncWriter::run(uint64_t bytes, std::function<void()> task) {
   std::unique_lock<std::mutex> lock(mutex_);
-  // At the cap the caller waits; a single job larger than the cap runs alone.
-  has_room_.wait(lock, [&] { return inflight_ == 0 || inflight_ + bytes <= options_.max_inflight_bytes; });
-  inflight_ += bytes;
+  // At the cap the caller waits.
+  Budget& b = *budget_;
+  b.has_room.wait(lock, [&] { return has_room(bytes); });
+  b.add(bytes);
   queue_.push_back(Job{bytes, std::move(task)});
   lock.unlock();
   has_work_.notify_one();
+}
+
+// Nothing queued or being written means nothing will free room: the caller goes on (a single job larger
+// than the cap runs alone; copies charged by open ops may fill it).
+bool AsyncWriter::has_room(uint64_t bytes) const {
+  return (queue_.empty() && active_ == 0) || budget_->inflight + bytes <= options_.max_inflight_bytes;
+}
+
+std::shared_ptr<const void> AsyncWriter::charge(uint64_t bytes) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Budget& b = *budget_;
+    b.has_room.wait(lock, [&] { return has_room(bytes); });
+    b.add(bytes);
+  }
+  std::weak_ptr<Budget> weak = budget_;
+  static const char kToken = 0;  // never read: the token only needs to be non-null
+  return std::shared_ptr<const void>(&kToken, [weak, bytes](const void*) {
+    if (auto b = weak.lock()) {
+      {
+        std::lock_guard<std::mutex> lock(b->mutex);
+        b->inflight -= bytes;
+      }
+      b->has_room.notify_all();
+    }
+  });
 }
 
 void AsyncWriter::write_file(std::string path, std::string header, std::shared_ptr<const Buffer> payload) {
@@ -40,7 +67,8 @@ void AsyncWriter::write_file(std::string path, std::string header, std::shared_p
     record_lost(1, bytes, "");
     return;
   }
-  run(bytes, [this, path = std::move(path), header = std::move(header), payload = std::move(payload)] {
+  const uint64_t held = payload && payload->charged() ? header.size() : bytes;
+  run(held, [this, path = std::move(path), header = std::move(header), payload = std::move(payload)] {
     if (payload && !tensor_writes_stopped()) payload->wait_ready();
     write_now(path, header.data(), header.size(), payload ? payload->data() : nullptr, payload ? payload->size() : 0);
   });
@@ -116,9 +144,9 @@ void AsyncWriter::worker_loop() {
       ++report_.tasks_failed;
       if (report_.first_error.empty()) report_.first_error = failure;
     }
-    inflight_ -= job.bytes;
+    budget_->inflight -= job.bytes;
     --active_;
-    has_room_.notify_all();
+    budget_->has_room.notify_all();
     if (queue_.empty() && active_ == 0) idle_.notify_all();
   }
 }
@@ -130,12 +158,19 @@ void AsyncWriter::drain() {
 
 WriterReport AsyncWriter::report() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return report_;
+  WriterReport r = report_;
+  r.peak_inflight_bytes = budget_->peak;
+  return r;
 }
 
 uint64_t AsyncWriter::inflight_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return inflight_;
+  return budget_->inflight;
+}
+
+uint64_t AsyncWriter::peak_inflight_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return budget_->peak;
 }
 
 }  // namespace opdump

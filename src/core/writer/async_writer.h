@@ -1,9 +1,12 @@
 // The asynchronous writer: callers hand over work (a file to write, statistics to compute)
-// and go on; worker threads do it. Memory in flight is capped: at the cap the caller waits.
+// and go on; worker threads do it. Memory in flight is capped: at the cap the caller waits. In
+// flight counts queued work and copies charged before they are queued (an op's input copies wait
+// for its outputs, and nested ops each hold their own).
 // Files are written under a temporary name and renamed when complete. After a write error
 // (disk full...) tensor writing stops, every later tensor is counted as lost, and the report
 // says so; small records (statistic.csv rows, mapping.csv) keep going while they fit.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -38,6 +41,10 @@ class AsyncWriter {
   // Queues arbitrary work accounting for `bytes` of memory in flight. Exceptions thrown by the
   // task are counted and logged.
   void run(uint64_t bytes, std::function<void()> task);
+  // Counts `bytes` a caller is about to fill for a later write as in flight until the returned token
+  // is dropped (keep it with the bytes). Waits for room while queued work can still free some;
+  // with nothing queued (the copies of open ops fill the cap) it goes on, since waiting could not end.
+  std::shared_ptr<const void> charge(uint64_t bytes);
 
   // For tasks that build a file's bytes themselves: writes it now (on the task's thread) unless
   // tensor writing has stopped, and counts it as written or lost.
@@ -53,22 +60,34 @@ class AsyncWriter {
   void drain();  // waits until everything queued so far is done
   WriterReport report() const;
   uint64_t inflight_bytes() const;
+  uint64_t peak_inflight_bytes() const;
 
  private:
   struct Job {
     uint64_t bytes;
     std::function<void()> work;
   };
+  // The accounting of memory in flight, shared with the charge tokens: a copy may outlive the writer
+  // (an op still open when a dump is torn down).
+  struct Budget {
+    std::mutex mutex;  // guards everything below and the writer's queue
+    std::condition_variable has_room;
+    uint64_t inflight = 0;  // queued and charged bytes
+    uint64_t peak = 0;
+    void add(uint64_t bytes) {
+      inflight += bytes;
+      peak = std::max(peak, inflight);
+    }
+  };
   void worker_loop();
-  void finish_job(uint64_t bytes);
+  bool has_room(uint64_t bytes) const;  // under mutex_
 
   WriterOptions options_;
-  mutable std::mutex mutex_;
+  std::shared_ptr<Budget> budget_ = std::make_shared<Budget>();
+  std::mutex& mutex_ = budget_->mutex;
   std::condition_variable has_work_;
-  std::condition_variable has_room_;
   std::condition_variable idle_;
   std::deque<Job> queue_;
-  uint64_t inflight_ = 0;
   uint64_t active_ = 0;
   bool shutdown_ = false;
   std::atomic<bool> stopped_{false};
