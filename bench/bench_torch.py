@@ -133,6 +133,7 @@ def main():
     global THREADS
     THREADS = args.threads
     baseline = {}  # mode -> [(this build / baseline) per round]
+    baseline_rss = []  # the baseline's peak RSS in tensor mode, per round
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
     modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
     medians = {m: [] for m in modes}
@@ -167,6 +168,11 @@ def main():
         ratios["tensor"].append(statistics.median(d["times"]) / statistics.median(p["times"]))
         tensor_info.append(d)
         os.sync()
+        if args.baseline:
+            b = run_mode("tensor", args.steps, workdir, args.baseline)
+            baseline.setdefault("tensor", []).append(statistics.median(d["times"]) / statistics.median(b["times"]))
+            baseline_rss.append(b["maxrss_mb"])
+            os.sync()
     # Process-to-process noise on this VM reaches +-20%: the same modes inside one process.
     inside = {}
     for mode in [m for m in modes if m in ("off", "stats", "overflow")]:
@@ -218,7 +224,9 @@ def main():
     mbps, raw = written / total_time / 1e6, raw_write_mbps(int(written), args.dir)
     print(f"  tensor mode wrote {written / 1e6:.0f} MB ({per_step / 1e6:.0f} MB/step); {mbps:.0f} MB/s including the "
           f"final drain; raw sequential write of the same bytes here: {raw:.0f} MB/s ({mbps / raw:.2f}x); peak RSS "
-          f"{d['maxrss_mb']:.0f} MB with max_inflight_mb 512 (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB)")
+          f"{d['maxrss_mb']:.0f} MB with max_inflight_mb 512, at most {d['report'].get('peak_inflight_bytes', 0) / 2**20:.0f} MB "
+          f"in flight (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB"
+          + (f"; baseline {', '.join(f'{x:.0f}' for x in baseline_rss)} MB" if baseline_rss else "") + ")")
 
 
 if __name__ == "__main__":
