@@ -18,12 +18,18 @@
 
 using namespace opdump;
 
+namespace {
+WriterOptions capped_at(uint64_t max_inflight_bytes, unsigned threads) {
+  WriterOptions o;
+  o.threads = threads;
+  o.max_inflight_bytes = max_inflight_bytes;
+  return o;
+}
+}  // namespace
+
 TEST(AsyncWriter, MemoryInFlightIsCapped) {
   test::TempDir dir;
-  WriterOptions o;
-  o.threads = 2;
-  o.max_inflight_bytes = 1000;
-  AsyncWriter w(o);
+  AsyncWriter w(capped_at(1000, 2));
   std::atomic<uint64_t> peak{0};
   std::atomic<int> done{0};
   for (int i = 0; i < 50; ++i) {
@@ -56,10 +62,7 @@ class ChargedBuffer final : public Buffer {
 }  // namespace
 
 TEST(AsyncWriter, ChargedCopiesCountAgainstTheCapUntilDropped) {
-  WriterOptions o;
-  o.threads = 1;
-  o.max_inflight_bytes = 1000;
-  AsyncWriter w(o);
+  AsyncWriter w(capped_at(1000, 1));
   std::promise<void> gate;
   std::shared_future<void> opened = gate.get_future().share();
   w.run(600, [opened] { opened.wait(); });
@@ -86,10 +89,7 @@ TEST(AsyncWriter, ChargedCopiesCountAgainstTheCapUntilDropped) {
 
 TEST(AsyncWriter, ChargesGoAheadWhenNothingQueuedCanMakeRoom) {
   test::TempDir dir;
-  WriterOptions o;
-  o.threads = 1;
-  o.max_inflight_bytes = 100;
-  AsyncWriter w(o);
+  AsyncWriter w(capped_at(100, 1));
   // An op and the op nested in it each hold a copy larger than the cap allows together.
   auto outer = w.charge(80);
   auto inner = w.charge(80);
