@@ -26,27 +26,26 @@ AsyncWriter::~AsyncWriter() {
 
 void AsyncWriter::run(uint64_t bytes, std::function<void()> task) {
   std::unique_lock<std::mutex> lock(mutex_);
-  // At the cap the caller waits.
-  Budget& b = *budget_;
-  b.has_room.wait(lock, [&] { return has_room(bytes); });
-  b.add(bytes);
+  admit(lock, bytes);
   queue_.push_back(Job{bytes, std::move(task)});
   lock.unlock();
   has_work_.notify_one();
 }
 
-// Nothing queued or being written means nothing will free room: the caller goes on (a single job larger
-// than the cap runs alone; copies charged by open ops may fill it).
-bool AsyncWriter::has_room(uint64_t bytes) const {
-  return (queue_.empty() && active_ == 0) || budget_->inflight + bytes <= options_.max_inflight_bytes;
+// At the cap the caller waits. Nothing queued or being written means nothing will free room: then the
+// caller goes on (a single job larger than the cap runs alone; copies charged by open ops may fill it).
+void AsyncWriter::admit(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
+  Budget& b = *budget_;
+  b.has_room.wait(lock, [&] {
+    return (queue_.empty() && active_ == 0) || b.inflight + bytes <= options_.max_inflight_bytes;
+  });
+  b.add(bytes);
 }
 
 std::shared_ptr<const void> AsyncWriter::charge(uint64_t bytes) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    Budget& b = *budget_;
-    b.has_room.wait(lock, [&] { return has_room(bytes); });
-    b.add(bytes);
+    admit(lock, bytes);
   }
   std::weak_ptr<Budget> weak = budget_;
   static const char kToken = 0;  // never read: the token only needs to be non-null
@@ -166,11 +165,6 @@ WriterReport AsyncWriter::report() const {
 uint64_t AsyncWriter::inflight_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return budget_->inflight;
-}
-
-uint64_t AsyncWriter::peak_inflight_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return budget_->peak;
 }
 
 }  // namespace opdump

@@ -60,7 +60,6 @@ class AsyncWriter {
   void drain();  // waits until everything queued so far is done
   WriterReport report() const;
   uint64_t inflight_bytes() const;
-  uint64_t peak_inflight_bytes() const;
 
  private:
   struct Job {
@@ -80,7 +79,7 @@ class AsyncWriter {
     }
   };
   void worker_loop();
-  bool has_room(uint64_t bytes) const;  // under mutex_
+  void admit(std::unique_lock<std::mutex>& lock, uint64_t bytes);  // counts `bytes` once there is room
 
   WriterOptions options_;
   std::shared_ptr<Budget> budget_ = std::make_shared<Budget>();
