@@ -7,7 +7,8 @@ whole process (every thread) per step:
   off        opdump loaded, dump configured, the iteration not selected   (goal <= 1.02x)
   stats      statistics mode at api level, the model's ops included       (goal <= 1.2x wall, <= 1.35x CPU)
   overflow   overflow mode (op_debug_mode 3): every output checked, nothing overflows   (goal <= 1.15x)
-  tensor     tensor mode at api level; MB/s against a raw sequential write of the same bytes
+  tensor     tensor mode at api level; MB/s against the same files written by plain write() calls, and
+             against one sequential file of the same bytes
   MODE@WHERE a mode with opdump.host_work forced (stats@background, overflow@inline): where host
              statistics and overflow checks run, side by side with the default (auto)
 
@@ -35,7 +36,7 @@ import tempfile
 import time
 
 WORKER = r"""
-import json, resource, statistics, sys, time, torch, torchvision
+import json, statistics, sys, time, torch, torchvision
 mode, steps, path, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 if threads:
     torch.set_num_threads(threads)
@@ -64,6 +65,7 @@ if mode != "plain":
     opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
     if not in_blocks:
         opdump.set_dump(path + ".json")
+dump_start = time.perf_counter()  # the warm-up steps are dumped too: their bytes count, so does their time
 for _ in range(4): step()
 cpu = []  # CPU time of the whole process (every thread: statistics, writers) per timed step
 def timed(n):
@@ -85,13 +87,29 @@ else:
     t0 = time.perf_counter()
     report = opdump.finalize_dump() if mode != "plain" else {}
     drain = time.perf_counter() - t0
-print(json.dumps({"times": times, "off_times": off_times, "report": report, "drain": drain, "cpu": cpu,
+print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start, "off_times": off_times, "report": report, "drain": drain, "cpu": cpu,
                   "threads": torch.get_num_threads(), "warmup": 4,
-                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  # this process's own peak (ru_maxrss would also count the bench's RSS when it forked)
+                  "maxrss_mb": int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) / 1024}))
 """
 
 
 THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
+LAST_REMOVAL = 0.0  # when remove_tree last deleted files
+
+
+def remove_tree(path):
+    global LAST_REMOVAL
+    shutil.rmtree(path, ignore_errors=True)
+    LAST_REMOVAL = time.monotonic()
+
+
+def settle():
+    """Before a timed writer: no dirty pages left by the one before, and no inodes deleted in the last 30 s
+    (ext4 without a journal, as here, skips those when it creates a file: the first seconds after deleting
+    a dump's 20,000 files, every file created costs a scan of them)."""
+    os.sync()
+    time.sleep(max(0.0, LAST_REMOVAL + 31 - time.monotonic()))
 
 
 def run_mode(mode, steps, workdir, pythonpath=None):
@@ -103,11 +121,14 @@ def run_mode(mode, steps, workdir, pythonpath=None):
     out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS)], capture_output=True,
                          text=True, env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
-    shutil.rmtree(path, ignore_errors=True)
+    # The sizes of the files a tensor dump wrote, for writing the same files without opdump.
+    data["file_sizes"] = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs]
+    remove_tree(path)
     return data
 
 
 def raw_write_mbps(nbytes, workdir):
+    """One sequential file of `nbytes`: the disk's streaming rate (page cache included)."""
     import numpy as np
     buf = np.ones(nbytes // 4, dtype=np.float32)
     path = os.path.join(workdir, "raw.bin")
@@ -117,6 +138,27 @@ def raw_write_mbps(nbytes, workdir):
     dt = time.perf_counter() - t
     os.remove(path)
     return nbytes / dt / 1e6
+
+
+def raw_files_mbps(sizes, workdir, threads=2):
+    """The files a dump wrote (same count and sizes, 500 to a folder) written by plain write() calls on
+    `threads` threads: what the file system gives for that many files, file creation included (right after
+    the dump's files were deleted, as the dump ran after the previous round's)."""
+    from concurrent.futures import ThreadPoolExecutor
+    root = os.path.join(workdir, "raw-files")
+    data = memoryview(b"\x01" * max(sizes, default=0))  # touched pages (untouched ones would fault in the copy)
+    folders = [os.path.join(root, str(i)) for i in range(0, len(sizes), 500)]
+    for f in folders:
+        os.makedirs(f)
+    def write(i):
+        with open(os.path.join(folders[i // 500], str(i)), "wb") as f:
+            f.write(data[:sizes[i]])
+    t = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(write, range(len(sizes)), chunksize=64))
+    dt = time.perf_counter() - t
+    remove_tree(root)
+    return sum(sizes) / dt / 1e6
 
 
 def main():
@@ -161,18 +203,30 @@ def main():
         for mode in light:
             ratios[mode].append(this_round[mode] / this_round["plain"])
             cpu_ratios[mode].append(this_cpu[mode] / this_cpu["plain"])
-    for _ in range(args.rounds if "tensor" in modes else 0):
+    # Each writer starts settled; opdump and the plain writer of the same files (their sizes from opdump's
+    # first run) swap places from round to round: what ran just before a writer changed its rate here.
+    file_sizes = []
+    for r in range(args.rounds if "tensor" in modes else 0):
         p = run_mode("plain", args.steps, workdir)
-        d = run_mode("tensor", args.steps, workdir)
+        raw_files = None
+        for writer in ("files", "opdump") if r % 2 else ("opdump", "files"):
+            settle()
+            if writer == "files":
+                raw_files = raw_files_mbps(file_sizes, workdir)
+                continue
+            d = run_mode("tensor", args.steps, workdir)
+            file_sizes = file_sizes or d["file_sizes"]
+            if args.baseline:
+                settle()
+                b = run_mode("tensor", args.steps, workdir, args.baseline)
+                baseline.setdefault("tensor", []).append(statistics.median(d["times"]) / statistics.median(b["times"]))
+                baseline_rss.append(b["maxrss_mb"])
         medians["tensor"].append(statistics.median(d["times"]))
         ratios["tensor"].append(statistics.median(d["times"]) / statistics.median(p["times"]))
+        settle()
+        d.update(mbps=d["report"]["bytes_written"] / d["dump_wall"] / 1e6, raw_files=raw_files,
+                 raw_stream=raw_write_mbps(d["report"]["bytes_written"], workdir))
         tensor_info.append(d)
-        os.sync()
-        if args.baseline:
-            b = run_mode("tensor", args.steps, workdir, args.baseline)
-            baseline.setdefault("tensor", []).append(statistics.median(d["times"]) / statistics.median(b["times"]))
-            baseline_rss.append(b["maxrss_mb"])
-            os.sync()
     # Process-to-process noise on this VM reaches +-20%: the same modes inside one process.
     inside = {}
     for mode in [m for m in modes if m in ("off", "stats", "overflow")]:
@@ -220,14 +274,16 @@ def main():
     d = tensor_info[-1]
     written = d["report"]["bytes_written"]
     per_step = written / (args.steps + d["warmup"])
-    total_time = sum(d["times"]) + d["drain"]
-    mbps, raw = written / total_time / 1e6, raw_write_mbps(int(written), args.dir)
-    print(f"  tensor mode wrote {written / 1e6:.0f} MB ({per_step / 1e6:.0f} MB/step); {mbps:.0f} MB/s including the "
-          f"final drain; raw sequential write of the same bytes here: {raw:.0f} MB/s ({mbps / raw:.2f}x); peak RSS "
-          f"{d['maxrss_mb']:.0f} MB with max_inflight_mb 512, at most {d['report'].get('peak_inflight_bytes', 0) / 2**20:.0f} MB "
-          f"in flight (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB"
+    rates = lambda key: ", ".join(f"{x[key]:.0f}" for x in tensor_info)
+    vs = lambda key: statistics.median(x["mbps"] / x[key] for x in tensor_info)
+    print(f"  tensor mode wrote {written / 1e6:.0f} MB in {len(d['file_sizes'])} files ({per_step / 1e6:.0f} MB/step); "
+          f"MB/s from set_dump to the end of finalize_dump: {rates('mbps')} (rounds)")
+    print(f"  tensor mode / the same files written by 2 plain threads ({rates('raw_files')} MB/s): "
+          f"{vs('raw_files'):.2f}x;  / one sequential file of the same bytes ({rates('raw_stream')} MB/s): "
+          f"{vs('raw_stream'):.2f}x")
+    print(f"  tensor mode peak RSS {d['maxrss_mb']:.0f} MB with max_inflight_mb 512, at most "
+          f"{d['report'].get('peak_inflight_bytes', 0) / 2**20:.0f} MB in flight (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB"
           + (f"; baseline {', '.join(f'{x:.0f}' for x in baseline_rss)} MB" if baseline_rss else "") + ")")
-
 
 if __name__ == "__main__":
     main()
