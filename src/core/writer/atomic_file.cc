@@ -76,14 +76,57 @@ void append_to_file(const std::string& path, const std::string& text) {
   ::close(fd);
 }
 
-std::string temp_path_for(const std::string& path) {
+namespace {
+std::string folder_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  return dir + "/.opdump-tmp." + std::to_string(::getpid()) + "." +
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::atomic<bool> g_unnamed_files{true};
+
+// A temporary name beside `path` (".opdump-tmp.PID.N": readers of a dump skip such names).
+std::string temp_path_for(const std::string& path) {
+  return folder_of(path) + "/.opdump-tmp." + std::to_string(::getpid()) + "." +
          std::to_string(g_temp_counter.fetch_add(1, std::memory_order_relaxed));
 }
 
-AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)), temp_(temp_path_for(path_)) {
+// An unnamed file in `path`'s folder (O_TMPFILE): it gets a name only once linked, so a killed process
+// leaves nothing behind, and creating it takes no lock on the folder (a temporary name took the
+// folder's lock twice: create, then rename; parallel writers of one folder waited on it). -1 where the
+// kernel, the file system or /proc (which linking goes through) lacks it: then a named temporary is used.
+int open_unnamed(const std::string& path) {
+#ifdef O_TMPFILE
+  static const bool proc_fds = ::access("/proc/self/fd", F_OK) == 0;
+  if (!proc_fds || !g_unnamed_files.load(std::memory_order_relaxed)) return -1;
+  return ::open(folder_of(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0640);
+#else
+  (void)path;
+  return -1;
+#endif
+}
+
+// Gives an unnamed file the name `path`; with `replace`, over a file already there (through a temporary
+// name, as link() never replaces). 0, EEXIST (only without `replace`) or another errno.
+int name_unnamed(int fd, const std::string& path, bool replace) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
+  if (errno != EEXIST || !replace) return errno;
+  const std::string temp = temp_path_for(path);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) != 0) return errno;
+  if (::rename(temp.c_str(), path.c_str()) == 0) return 0;
+  const int err = errno;
+  ::unlink(temp.c_str());
+  return err;
+}
+}  // namespace
+
+void use_unnamed_files(bool on) { g_unnamed_files.store(on); }
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  fd_ = open_unnamed(path_);
+  if (fd_ >= 0) return;
+  temp_ = temp_path_for(path_);
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
   if (fd_ < 0) throw IoError(path_, "cannot create temporary file", errno);
 }
@@ -91,7 +134,7 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)), t
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(temp_.c_str());
+    if (!temp_.empty()) ::unlink(temp_.c_str());
   }
 }
 
@@ -115,6 +158,13 @@ void AtomicFileWriter::write(const void* data, size_t size) {
 
 void AtomicFileWriter::commit() {
   flush();
+  if (temp_.empty()) {
+    const int err = name_unnamed(fd_, path_, /*replace=*/true);
+    ::close(fd_);
+    fd_ = -1;
+    if (err != 0) throw IoError(path_, "cannot link the written file into place", err);
+    return;
+  }
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) {
@@ -144,10 +194,24 @@ std::string write_temporary(const std::string& path, const void* header, size_t 
   }
   return temp;
 }
+
+// Header then payload into an unnamed file named `path` once complete: 0 done, EEXIST (`path` is
+// there and `replace` is false), -1 when unnamed files are not available here; throws on other errors.
+int write_unnamed(const std::string& path, const void* header, size_t header_size, const void* payload,
+                  size_t payload_size, bool replace) {
+  const int fd = open_unnamed(path);
+  if (fd < 0) return -1;
+  int err = write_all(fd, header, header_size, payload, payload_size);
+  if (err == 0) err = name_unnamed(fd, path, replace);
+  ::close(fd);  // the unnamed file is gone with it unless it was named
+  if (err == 0 || err == EEXIST) return err;
+  throw IoError(path, "cannot write", err);
+}
 }  // namespace
 
 void write_file_atomic(const std::string& path, const void* header, size_t header_size, const void* payload,
                        size_t payload_size) {
+  if (write_unnamed(path, header, header_size, payload, payload_size, /*replace=*/true) == 0) return;
   const std::string temp = write_temporary(path, header, header_size, payload, payload_size);
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
@@ -157,6 +221,8 @@ void write_file_atomic(const std::string& path, const void* header, size_t heade
 }
 
 bool create_file_whole(const std::string& path, const std::string& header, const std::string& payload) {
+  const int unnamed = write_unnamed(path, header.data(), header.size(), payload.data(), payload.size(), false);
+  if (unnamed != -1) return unnamed == 0;
   const std::string temp = write_temporary(path, header.data(), header.size(), payload.data(), payload.size());
   // link(), unlike rename(), never replaces a file that appeared meanwhile.
   const int err = ::link(temp.c_str(), path.c_str()) == 0 ? 0 : errno;

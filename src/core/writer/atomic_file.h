@@ -1,4 +1,5 @@
-// Files that appear whole: written under a temporary name and renamed (or linked) into place, and
+// Files that appear whole: written as an unnamed file (O_TMPFILE) and linked under their name once
+// complete, or where that is not available under a temporary name renamed (or linked) into place; and
 // appends of whole records. A killed process never leaves a torn file under a final name.
 #pragma once
 #include <cstddef>
@@ -6,13 +7,13 @@
 
 namespace opdump {
 
-// Writes `header` then `payload` to `path` through a temporary file in the same folder
-// (O_EXCL, mode 0640), then renames it. Throws IoError; leaves no temporary behind.
+// Writes `header` then `payload` to `path` (mode 0640), replacing a file already there, through an
+// unnamed or temporary file in the same folder. Throws IoError; leaves no temporary behind.
 void write_file_atomic(const std::string& path, const void* header, size_t header_size,
                        const void* payload, size_t payload_size);
 
-// Creates `path` holding `header` then `payload`, all at once (a complete temporary file is
-// linked into place): false, with nothing written, when `path` already exists. Throws IoError.
+// Creates `path` holding `header` then `payload`, all at once (a complete unnamed or temporary file
+// is linked into place): false, with nothing written, when `path` already exists. Throws IoError.
 bool create_file_whole(const std::string& path, const std::string& header, const std::string& payload);
 
 // Appends `text` to an open O_APPEND file in one write(); a short write is rolled back, so the
@@ -21,8 +22,12 @@ void append_whole(int fd, const std::string& path, const std::string& text);
 // Opens (creating, mode 0640), appends whole and closes.
 void append_to_file(const std::string& path, const std::string& text);
 
+// Whether files are written unnamed first (default: yes, where the system allows); off, every file
+// goes through a named temporary. For tests of that path.
+void use_unnamed_files(bool on);
+
 // A file written in pieces that appears under its final name only when commit() succeeds;
-// destroying it without commit removes the temporary file.
+// destroying it without commit removes what was written.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::string path);  // throws IoError
@@ -35,7 +40,7 @@ class AtomicFileWriter {
 
  private:
   void flush();
-  std::string path_, temp_;
+  std::string path_, temp_;  // temp_ empty: the file is unnamed until commit()
   int fd_ = -1;
   std::string buffer_;
 };
