@@ -74,7 +74,7 @@ def timed(n):
         t, c = time.perf_counter(), time.process_time(); step()
         out.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
     return out
-times, off_times, drain, report = [], [], 0.0, {}
+times, off_times, report = [], [], {}
 if in_blocks:
     for _ in range(steps):
         off_times.append(statistics.median(timed(3)))
@@ -84,10 +84,9 @@ if in_blocks:
 else:
     for i in range(2 * steps if alternate else steps):
         (off_times if alternate and i % 2 else times).extend(timed(1))
-    t0 = time.perf_counter()
     report = opdump.finalize_dump() if mode != "plain" else {}
-    drain = time.perf_counter() - t0
-print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start, "off_times": off_times, "report": report, "drain": drain, "cpu": cpu,
+print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start, "off_times": off_times,
+                  "report": report, "cpu": cpu,
                   "threads": torch.get_num_threads(), "warmup": 4,
                   # this process's own peak (ru_maxrss would also count the bench's RSS when it forked)
                   "maxrss_mb": int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) / 1024}))
@@ -142,8 +141,7 @@ def raw_write_mbps(nbytes, workdir):
 
 def raw_files_mbps(sizes, workdir, threads=2):
     """The files a dump wrote (same count and sizes, 500 to a folder) written by plain write() calls on
-    `threads` threads: what the file system gives for that many files, file creation included (right after
-    the dump's files were deleted, as the dump ran after the previous round's)."""
+    `threads` threads: what the file system gives for that many files, file creation included."""
     from concurrent.futures import ThreadPoolExecutor
     root = os.path.join(workdir, "raw-files")
     data = memoryview(b"\x01" * max(sizes, default=0))  # touched pages (untouched ones would fault in the copy)
@@ -284,6 +282,7 @@ def main():
     print(f"  tensor mode peak RSS {d['maxrss_mb']:.0f} MB with max_inflight_mb 512, at most "
           f"{d['report'].get('peak_inflight_bytes', 0) / 2**20:.0f} MB in flight (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB"
           + (f"; baseline {', '.join(f'{x:.0f}' for x in baseline_rss)} MB" if baseline_rss else "") + ")")
+
 
 if __name__ == "__main__":
     main()
