@@ -121,7 +121,7 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   auto it = doc.find("opdump");
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
-           {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "net_name",
+           {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "direct_io", "net_name",
             "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work"});
   if (auto v = f.choice("level", {"api", "kernel", "all"}))
     c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
@@ -129,6 +129,7 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   if (auto v = f.boolean("check_fp16_range")) c.check_fp16_range = *v;
   if (auto v = f.integer("max_inflight_mb", 1, 1 << 20)) c.max_inflight_bytes = static_cast<uint64_t>(*v) << 20;
   if (auto v = f.integer("writer_threads", 0, 64)) c.writer_threads = static_cast<unsigned>(*v);
+  if (auto v = f.boolean("direct_io")) c.direct_io = *v;
   if (auto v = f.string("net_name")) c.net_name = *v;
   if (auto v = f.choice("host_work", {"auto", "background", "inline"}))
     c.host_work = *v == "auto" ? HostWork::Auto : *v == "background" ? HostWork::Background : HostWork::Inline;

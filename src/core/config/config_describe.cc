@@ -49,6 +49,7 @@ nlohmann::ordered_json to_json_object(const DumpConfig& c) {
   j["overflow_ignore_ops"] = c.overflow_ignore_ops;
   j["max_inflight_mb"] = c.max_inflight_bytes >> 20;
   j["writer_threads"] = c.writer_threads;
+  j["direct_io"] = c.direct_io;
   j["host_work"] = to_string(c.host_work);
   j["warnings"] = c.warnings;
   return j;

@@ -81,7 +81,7 @@ void AsyncWriter::write_now(const std::string& path, const void* header, size_t 
     return;
   }
   try {
-    write_file_atomic(path, header, header_size, payload, payload_size);
+    write_file_atomic(path, header, header_size, payload, payload_size, options_.page_cache);
     record_written(1, bytes);
   } catch (const Error& e) {
     record_lost(1, bytes, e.what());

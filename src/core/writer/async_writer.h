@@ -2,9 +2,10 @@
 // and go on; worker threads do it. Memory in flight is capped: at the cap the caller waits. In
 // flight counts queued work and copies charged before they are queued (an op's input copies wait
 // for its outputs, and nested ops each hold their own).
-// Files are written under a temporary name and renamed when complete. After a write error
-// (disk full...) tensor writing stops, every later tensor is counted as lost, and the report
-// says so; small records (statistic.csv rows, mapping.csv) keep going while they fit.
+// Files appear whole (atomic_file.h), large ones written past the page cache if the options say
+// so. After a write error (disk full...) tensor writing stops, every later tensor is counted as
+// lost, and the report says so; small records (statistic.csv rows, mapping.csv) keep going while
+// they fit.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -27,6 +28,7 @@ namespace opdump {
 struct WriterOptions {
   unsigned threads = 2;
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
+  PageCache page_cache = PageCache::Use;  // how written files meet the disk (atomic_file.h)
 };
 
 class AsyncWriter {

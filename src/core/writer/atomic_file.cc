@@ -3,8 +3,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "opdump/error.h"
@@ -48,6 +52,67 @@ int write_all(int fd, const void* a, size_t na, const void* b, size_t nb) {
     }
   }
   return 0;
+}
+
+// Offsets, lengths and memory of O_DIRECT writes are multiples of this: a page suits every Linux file
+// system that takes O_DIRECT.
+constexpr size_t kDirectAlign = 4096;
+// The aligned copy each writing thread makes the bytes pass through (header and payload are rarely
+// aligned in memory, nor the payload in the file).
+constexpr size_t kBounceSize = size_t(2) << 20;
+// Set when a file system took the O_DIRECT flag and then refused an aligned write: not tried again.
+std::atomic<bool> g_direct_refused{false};
+
+struct FreeAligned {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Bytes [offset, offset + n) of the file `header` then `payload`, into `out`.
+void gather(const void* header, size_t header_size, const void* payload, size_t offset, size_t n, uint8_t* out) {
+  if (offset < header_size) {
+    const size_t take = std::min(n, header_size - offset);
+    std::memcpy(out, static_cast<const uint8_t*>(header) + offset, take);
+    out += take;
+    n -= take;
+    offset = header_size;
+  }
+  if (n) std::memcpy(out, static_cast<const uint8_t*>(payload) + (offset - header_size), n);
+}
+
+// Header then payload into a new, empty file: with Bypass the whole blocks past the page cache
+// (O_DIRECT) from an aligned copy, the last partial block through the cache. 0 or an errno.
+int write_file_bytes(int fd, const void* header, size_t header_size, const void* payload, size_t payload_size,
+                     PageCache cache) {
+  const size_t total = header_size + payload_size;
+  if (cache == PageCache::Use || total < kDirectFrom || g_direct_refused.load(std::memory_order_relaxed))
+    return write_all(fd, header, header_size, payload, payload_size);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0)  // e.g. a file system without O_DIRECT
+    return write_all(fd, header, header_size, payload, payload_size);
+  thread_local std::unique_ptr<uint8_t, FreeAligned> bounce(
+      static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, kBounceSize)));
+  if (!bounce) return ENOMEM;
+  const size_t whole = total & ~(kDirectAlign - 1);
+  size_t done = 0;
+  while (done < whole) {
+    const size_t n = std::min(kBounceSize, whole - done);
+    gather(header, header_size, payload, done, n, bounce.get());
+    const ssize_t w = ::write(fd, bounce.get(), n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EINVAL && done == 0) {  // took the flag, not the alignment
+      g_direct_refused.store(true);
+      break;
+    }
+    if (w < 0) return errno;
+    if (w == 0) return ENOSPC;
+    done += static_cast<size_t>(w);
+    if (static_cast<size_t>(w) % kDirectAlign) break;  // a short write: the rest would be misaligned
+  }
+  if (::fcntl(fd, F_SETFL, flags) != 0) return errno;
+  const auto* h = static_cast<const uint8_t*>(header);
+  const auto* p = static_cast<const uint8_t*>(payload);
+  if (done >= header_size) return write_all(fd, nullptr, 0, p + (done - header_size), total - done);
+  return write_all(fd, h + done, header_size - done, payload, payload_size);
 }
 
 }  // namespace
@@ -182,11 +247,11 @@ void AtomicFileWriter::commit() {
 namespace {
 // A complete temporary file beside `path` holding header then payload; its name is returned.
 std::string write_temporary(const std::string& path, const void* header, size_t header_size, const void* payload,
-                            size_t payload_size) {
+                            size_t payload_size, PageCache cache) {
   const std::string temp = temp_path_for(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
   if (fd < 0) throw IoError(path, "cannot create temporary file", errno);
-  int err = write_all(fd, header, header_size, payload, payload_size);
+  int err = write_file_bytes(fd, header, header_size, payload, payload_size, cache);
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err != 0) {
     ::unlink(temp.c_str());
@@ -198,10 +263,10 @@ std::string write_temporary(const std::string& path, const void* header, size_t 
 // Header then payload into an unnamed file named `path` once complete: 0 done, EEXIST (`path` is
 // there and `replace` is false), -1 when unnamed files are not available here; throws on other errors.
 int write_unnamed(const std::string& path, const void* header, size_t header_size, const void* payload,
-                  size_t payload_size, bool replace) {
+                  size_t payload_size, bool replace, PageCache cache) {
   const int fd = open_unnamed(path);
   if (fd < 0) return -1;
-  int err = write_all(fd, header, header_size, payload, payload_size);
+  int err = write_file_bytes(fd, header, header_size, payload, payload_size, cache);
   if (err == 0) err = name_unnamed(fd, path, replace);
   ::close(fd);  // the unnamed file is gone with it unless it was named
   if (err == 0 || err == EEXIST) return err;
@@ -210,9 +275,9 @@ int write_unnamed(const std::string& path, const void* header, size_t header_siz
 }  // namespace
 
 void write_file_atomic(const std::string& path, const void* header, size_t header_size, const void* payload,
-                       size_t payload_size) {
-  if (write_unnamed(path, header, header_size, payload, payload_size, /*replace=*/true) == 0) return;
-  const std::string temp = write_temporary(path, header, header_size, payload, payload_size);
+                       size_t payload_size, PageCache cache) {
+  if (write_unnamed(path, header, header_size, payload, payload_size, /*replace=*/true, cache) == 0) return;
+  const std::string temp = write_temporary(path, header, header_size, payload, payload_size, cache);
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
@@ -221,9 +286,11 @@ void write_file_atomic(const std::string& path, const void* header, size_t heade
 }
 
 bool create_file_whole(const std::string& path, const std::string& header, const std::string& payload) {
-  const int unnamed = write_unnamed(path, header.data(), header.size(), payload.data(), payload.size(), false);
+  const int unnamed =
+      write_unnamed(path, header.data(), header.size(), payload.data(), payload.size(), false, PageCache::Use);
   if (unnamed != -1) return unnamed == 0;
-  const std::string temp = write_temporary(path, header.data(), header.size(), payload.data(), payload.size());
+  const std::string temp =
+      write_temporary(path, header.data(), header.size(), payload.data(), payload.size(), PageCache::Use);
   // link(), unlike rename(), never replaces a file that appeared meanwhile.
   const int err = ::link(temp.c_str(), path.c_str()) == 0 ? 0 : errno;
   ::unlink(temp.c_str());

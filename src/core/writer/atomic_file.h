@@ -7,10 +7,20 @@
 
 namespace opdump {
 
+// Whether a whole file's bytes go through the page cache (Use: a file read again soon, small files) or
+// past it (Bypass: O_DIRECT for files of kDirectFrom bytes and more; the kernel's copy into the page
+// cache and its writeback cost a dump about as much CPU time as everything else it does, and a dump
+// is rarely read back before it has left the cache anyway). Where the file system refuses O_DIRECT,
+// Bypass writes through the cache.
+enum class PageCache { Use, Bypass };
+// Files smaller than this go through the page cache either way: for them a trip to the device per file
+// costs more than the copy it saves.
+constexpr size_t kDirectFrom = size_t(256) << 10;
+
 // Writes `header` then `payload` to `path` (mode 0640), replacing a file already there, through an
 // unnamed or temporary file in the same folder. Throws IoError; leaves no temporary behind.
 void write_file_atomic(const std::string& path, const void* header, size_t header_size,
-                       const void* payload, size_t payload_size);
+                       const void* payload, size_t payload_size, PageCache cache = PageCache::Use);
 
 // Creates `path` holding `header` then `payload`, all at once (a complete unnamed or temporary file
 // is linked into place): false, with nothing written, when `path` already exists. Throws IoError.
