@@ -32,7 +32,7 @@ bool dtype_of(at::ScalarType s, DType* out) {
 // wait_ready() waits for (an event on the producing stream: no synchronisation of training).
 class TensorBuffer final : public Buffer {
  public:
-  TensorBuffer(at::Tensor host, std::unique_ptr<c10::Event> event, std::shared_ptr<HeapBuffer> memory,
+  TensorBuffer(at::Tensor host, std::unique_ptr<c10::Event> event, std::shared_ptr<const Buffer> memory,
                std::shared_ptr<const void> charge)
       : charge_(std::move(charge)), memory_(std::move(memory)), host_(std::move(host)), event_(std::move(event)) {}
   const void* data() const override { return host_.data_ptr(); }
@@ -42,11 +42,11 @@ class TensorBuffer final : public Buffer {
     while (event_ && !event_->query()) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   bool ready() const override { return !event_ || event_->query(); }
-  bool charged() const override { return charge_ != nullptr; }
+  bool charged() const override { return charge_ != nullptr || (memory_ && memory_->charged()); }
 
  private:
-  std::shared_ptr<const void> charge_;  // released after the bytes below are freed
-  std::shared_ptr<HeapBuffer> memory_;  // host_'s bytes when opdump allocated them; outlives host_
+  std::shared_ptr<const void> charge_;    // released after the bytes below are freed
+  std::shared_ptr<const Buffer> memory_;  // host_'s bytes when opdump allocated them; outlives host_
   at::Tensor host_;
   std::unique_ptr<c10::Event> event_;
 };
@@ -60,15 +60,28 @@ std::unique_ptr<c10::Event> record_event(const at::Device& device) {
 }
 }  // namespace
 
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t, std::shared_ptr<const void> charge) {
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t, AsyncWriter* writer) {
+  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
   if (t.device().is_cpu()) {
-    // Into opdump's own memory (HeapBuffer: large copies are unmapped once written), not the
-    // framework allocator's, whose freed blocks would stay in the process's heaps.
-    auto memory = std::make_shared<HeapBuffer>(static_cast<size_t>(t.numel()) * t.element_size());
-    at::Tensor copy = at::from_blob(memory->mutable_data(), t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
+    // Into opdump's own memory (the writer's reused copy memory, or a HeapBuffer: large blocks are
+    // unmapped once done with), not the framework allocator's, whose freed blocks would stay in the
+    // process's heaps.
+    std::shared_ptr<const Buffer> memory;
+    uint8_t* bytes_at;
+    if (writer) {
+      auto copy_memory = writer->allocate_copy(bytes);
+      bytes_at = copy_memory->mutable_data();
+      memory = std::move(copy_memory);
+    } else {
+      auto heap = std::make_shared<HeapBuffer>(bytes);
+      bytes_at = heap->mutable_data();
+      memory = std::move(heap);
+    }
+    at::Tensor copy = at::from_blob(bytes_at, t.sizes(), at::TensorOptions().dtype(t.scalar_type()));
     copy.copy_(t);
-    return std::make_shared<TensorBuffer>(std::move(copy), nullptr, std::move(memory), std::move(charge));
+    return std::make_shared<TensorBuffer>(std::move(copy), nullptr, std::move(memory), nullptr);
   }
+  std::shared_ptr<const void> charge = writer ? writer->charge(bytes) : nullptr;
   at::Tensor pinned =
       at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true).memory_format(at::MemoryFormat::Contiguous));
   pinned.copy_(t, /*non_blocking=*/true);

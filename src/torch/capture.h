@@ -11,9 +11,9 @@ namespace opdump::pt::detail {
 
 bool dtype_of(at::ScalarType s, DType* out);
 // A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that
-// Buffer::wait_ready() waits for. `charge` (AsyncWriter::charge) is kept with the copy: its bytes
-// count as in flight until the copy is dropped.
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t, std::shared_ptr<const void> charge = nullptr);
+// Buffer::wait_ready() waits for. With a `writer`, a copy to be written: its bytes count as in flight
+// until the copy is dropped (AsyncWriter::charge), and host copies reuse the writer's copy memory.
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t, AsyncWriter* writer = nullptr);
 // Every tensor of an op's arguments or results in dump slot order (undefined ones included).
 // `Values`: RecordFunction::inputs() or outputs(), whose types differ between versions.
 template <typename Values>

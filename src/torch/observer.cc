@@ -490,7 +490,7 @@ class Observer final : public RuntimeListener {
     if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
       // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its
       // outputs, and each op nested in it holds copies of its own.
-      auto copy = host_copy(t.detach(), dumper.writer().charge(d.view.nbytes()));
+      auto copy = host_copy(t.detach(), &dumper.writer());
       d.view.data = copy->data();
       d.owner = copy;
       if (config.dumps_statistics() && on_device) d.precomputed = device_stats(t.detach());

@@ -44,10 +44,10 @@ class Buffer {
   virtual bool charged() const { return false; }
 };
 
-// Bytes this process allocates (a host copy to write, a file read into memory). Large ones
-// are mapped pages of their own, unmapped when freed: glibc would keep freed large blocks in
-// its heaps (its mmap threshold rises after each such free), so a dump's copies in flight
-// would leave the process's memory above max_inflight_mb long after they were written.
+// Bytes this process allocates (a file read into memory, a converted tensor; a dump's host copies
+// come from its writer's CopyPool instead). Large ones are mapped pages of their own, unmapped when
+// freed: glibc would keep freed large blocks in its heaps (its mmap threshold rises after each such
+// free), and the process's memory would stay high long after they were used.
 class HeapBuffer final : public Buffer {
  public:
   explicit HeapBuffer(size_t size);

@@ -1,4 +1,5 @@
 // The bounded asynchronous writer.
+#include <chrono>
 #include <exception>
 
 #include "opdump/error.h"
@@ -8,9 +9,16 @@
 
 namespace opdump {
 
+namespace {
+// Spare copy memory goes back to the system after this long without a copy (a dump paused between
+// dumped iterations, or finished).
+constexpr auto kSpareCopiesKeptFor = std::chrono::seconds(1);
+}  // namespace
+
 AsyncWriter::AsyncWriter(WriterOptions options) : options_(options) {
   if (options_.threads == 0) options_.threads = 1;
   if (options_.max_inflight_bytes == 0) options_.max_inflight_bytes = 1;
+  copies_ = CopyPool::create(options_.max_inflight_bytes);
   for (unsigned i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
@@ -22,6 +30,7 @@ AsyncWriter::~AsyncWriter() {
   }
   has_work_.notify_all();
   for (auto& t : threads_) t.join();
+  copies_->close();  // copies still held (an op open at teardown) are unmapped when freed
 }
 
 void AsyncWriter::run(uint64_t bytes, std::function<void()> task) {
@@ -41,6 +50,8 @@ void AsyncWriter::admit(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
   });
   b.add(bytes);
 }
+
+std::shared_ptr<CopyMemory> AsyncWriter::allocate_copy(size_t bytes) { return copies_->allocate(bytes, charge(bytes)); }
 
 std::shared_ptr<const void> AsyncWriter::charge(uint64_t bytes) {
   {
@@ -122,7 +133,12 @@ void AsyncWriter::worker_loop() {
   name_this_thread("opdump-writer");
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    has_work_.wait(lock, [&] { return shutdown_ || !queue_.empty(); });
+    if (!has_work_.wait_for(lock, kSpareCopiesKeptFor, [&] { return shutdown_ || !queue_.empty(); })) {
+      lock.unlock();
+      copies_->trim(kSpareCopiesKeptFor);
+      lock.lock();
+      continue;
+    }
     if (queue_.empty()) return;  // shutdown with nothing left
     Job job = std::move(queue_.front());
     queue_.pop_front();

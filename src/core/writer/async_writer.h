@@ -21,6 +21,7 @@
 
 #include "opdump/report.h"
 #include "writer/atomic_file.h"
+#include "writer/copy_pool.h"
 #include "util/tensor.h"
 
 namespace opdump {
@@ -47,6 +48,9 @@ class AsyncWriter {
   // is dropped (keep it with the bytes). Waits for room while queued work can still free some;
   // with nothing queued (the copies of open ops fill the cap) it goes on, since waiting could not end.
   std::shared_ptr<const void> charge(uint64_t bytes);
+  // Memory for a host copy of `bytes` to write later, charged as above; its pages are reused by later
+  // copies (copy_pool.h) and go back to the system after a second without copies.
+  std::shared_ptr<CopyMemory> allocate_copy(size_t bytes);
 
   // For tasks that build a file's bytes themselves: writes it now (on the task's thread) unless
   // tensor writing has stopped, and counts it as written or lost.
@@ -62,6 +66,7 @@ class AsyncWriter {
   void drain();  // waits until everything queued so far is done
   WriterReport report() const;
   uint64_t inflight_bytes() const;
+  uint64_t spare_copy_bytes() const { return copies_->spare_bytes(); }  // copy memory kept for reuse
 
  private:
   struct Job {
@@ -85,6 +90,7 @@ class AsyncWriter {
 
   WriterOptions options_;
   std::shared_ptr<Budget> budget_ = std::make_shared<Budget>();
+  std::shared_ptr<CopyPool> copies_;
   std::mutex& mutex_ = budget_->mutex;
   std::condition_variable has_work_;
   std::condition_variable idle_;
