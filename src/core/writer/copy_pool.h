@@ -21,32 +21,31 @@ namespace opdump {
 class CopyPool;
 
 // Writable bytes of a host copy: counted as in flight until freed (the charge it holds), and for
-// blocks of HeapBuffer::kMappedFrom bytes and more, pages from the pool that go back to it.
+// copies of HeapBuffer::kMappedFrom bytes and more, a mapped block of the pool that goes back to it.
 class CopyMemory final : public Buffer {
  public:
   CopyMemory(const CopyMemory&) = delete;
   CopyMemory& operator=(const CopyMemory&) = delete;
   ~CopyMemory() override;
-  const void* data() const override { return bytes_; }
-  uint8_t* mutable_data() { return bytes_; }
+  const void* data() const override { return block_->data(); }
+  uint8_t* mutable_data() { return block_->mutable_data(); }
   size_t size() const override { return size_; }
   bool charged() const override { return charge_ != nullptr; }
 
  private:
   friend class CopyPool;
-  CopyMemory(std::shared_ptr<CopyPool> pool, uint8_t* bytes, size_t size, size_t mapped,
+  CopyMemory(std::shared_ptr<CopyPool> pool, std::unique_ptr<HeapBuffer> block, size_t size,
              std::shared_ptr<const void> charge);
   std::shared_ptr<const void> charge_;  // released last, once the bytes are back
-  std::shared_ptr<CopyPool> pool_;      // null: heap bytes (small copies)
-  uint8_t* bytes_;
-  size_t size_, mapped_;
+  std::shared_ptr<CopyPool> pool_;      // null: a block of its own (small copies, from the heap)
+  std::unique_ptr<HeapBuffer> block_;   // page-rounded for pooled copies: size_ or a little more
+  size_t size_;
 };
 
 class CopyPool : public std::enable_shared_from_this<CopyPool> {
  public:
   using Clock = std::chrono::steady_clock;
   static std::shared_ptr<CopyPool> create(uint64_t limit) { return std::shared_ptr<CopyPool>(new CopyPool(limit)); }
-  ~CopyPool();
   CopyPool(const CopyPool&) = delete;
   CopyPool& operator=(const CopyPool&) = delete;
 
@@ -63,12 +62,13 @@ class CopyPool : public std::enable_shared_from_this<CopyPool> {
  private:
   friend class CopyMemory;
   explicit CopyPool(uint64_t limit) : limit_(limit) {}
-  void give_back(uint8_t* bytes, size_t mapped);
-  std::multimap<size_t, uint8_t*> take_spare_locked(uint64_t room_for);
+  using Blocks = std::multimap<size_t, std::unique_ptr<HeapBuffer>>;  // by size, page-rounded
+  void give_back(std::unique_ptr<HeapBuffer> block);
+  Blocks take_spare_locked(uint64_t room_for);
 
   const uint64_t limit_;
   mutable std::mutex mutex_;
-  std::multimap<size_t, uint8_t*> spare_;  // by mapped size
+  Blocks spare_;
   uint64_t spare_bytes_ = 0, mapped_bytes_ = 0;
   bool closed_ = false;
   Clock::time_point last_use_ = Clock::now();
