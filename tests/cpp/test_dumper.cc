@@ -143,3 +143,26 @@ TEST(Dumper, FinalizeWarnsAboutWhatWasProbablyAMistake) {
   used.dump_op(op("Add", "Default/add-op0", 0, 0), {}, {tensor_of({1})});
   EXPECT_TRUE(used.finalize(3).warnings.empty());
 }
+
+// Execution-order batches of consecutive iterations are queued as separate writer tasks; with several
+// writer threads they used to run out of order (iterations listed 2 then 0 by a PyTorch test, and two
+// threads could each find the csv missing and write its header twice).
+TEST(Dumper, ExecutionOrderFilesListIterationsInTheOrderTheyRan) {
+  test::TempDir dir;
+  DumpConfig c = parse_config(ms_config(dir.path(), R"(, "saved_data": "statistic")"), "t", no_env());
+  c.writer_threads = 4;
+  const uint64_t iterations = 400;
+  {
+    Dumper d(c, DumperOptions{0, 0, 0});
+    for (uint64_t it = 0; it < iterations; ++it)
+      for (int k = 0; k < 2; ++k)
+        d.record_execution(op("Add", "Default/Add-op" + std::to_string(k), k, it), {1, 2}, {3}, "", {});
+    EXPECT_TRUE(d.finalize().ok());
+  }
+  std::string expected;
+  for (uint64_t it = 0; it < iterations; ++it) expected += std::to_string(it) + "\n";
+  EXPECT_EQ(test::read_file(dir / "rank_0/execution_order/ms_global_execution_order_graph_0.csv"), expected);
+  CsvTable rows = read_csv(dir / "rank_0/execution_order/ms_execution_order_graph_0.csv");
+  ASSERT_EQ(rows.rows.size(), 2 * iterations);  // one header: a second would be a row here
+  for (size_t i = 0; i < rows.rows.size(); ++i) EXPECT_EQ(rows.rows[i][0], std::to_string(i / 2)) << "row " << i;
+}

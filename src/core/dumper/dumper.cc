@@ -336,38 +336,57 @@ void Dumper::check_root() {
 void Dumper::flush_execution_locked() {
   if (exec_rows_.empty()) return;
   check_root();  // before the writer creates folders below it again
-  const std::string order_dir = join_path(run_root_, "execution_order");
-  const std::string graph_dir = join_path(run_root_, "graphs");
-  auto rows = std::make_shared<std::map<uint64_t, std::string>>(std::move(exec_rows_));
-  auto graphs = std::make_shared<std::map<uint64_t, std::string>>(std::move(graph_text_));
-  auto names = std::make_shared<std::string>(std::move(tensor_names_));
+  for (const auto& [graph, text] : graph_text_) graphs_done_.insert(graph);
+  {
+    std::lock_guard<std::mutex> lock(exec_queue_mutex_);
+    exec_batches_.push_back(ExecutionBatch{std::move(exec_rows_), std::move(graph_text_), std::move(tensor_names_),
+                                           exec_iteration_});
+  }
   exec_rows_.clear();
   graph_text_.clear();
   tensor_names_.clear();
-  for (const auto& [graph, text] : *graphs) graphs_done_.insert(graph);
-  const uint64_t iteration = exec_iteration_;
-  writer_->run(1024, [this, rows, graphs, names, order_dir, graph_dir, iteration] {
-    make_dirs(order_dir);
-    if (!names->empty()) {
-      const std::string path = order_dir + "/tensor_names.csv";
-      const bool fresh = ::access(path.c_str(), F_OK) != 0;
-      append_to_file(path, (fresh ? "Tensor,Name\n" : "") + *names);
+  // Tasks of consecutive iterations may run on different writer threads at once: each writes every batch
+  // queued so far, in order, so that the files list iterations in the order they ran.
+  writer_->run(1024, [this] { write_execution_batches(); });
+}
+
+void Dumper::write_execution_batches() {
+  std::lock_guard<std::mutex> files(exec_files_mutex_);
+  while (true) {
+    ExecutionBatch batch;
+    {
+      std::lock_guard<std::mutex> lock(exec_queue_mutex_);
+      if (exec_batches_.empty()) return;
+      batch = std::move(exec_batches_.front());
+      exec_batches_.pop_front();
     }
-    for (const auto& [graph, text] : *rows) {
-      const std::string g = std::to_string(graph);
-      const std::string path = order_dir + "/ms_execution_order_graph_" + g + ".csv";
-      const bool fresh = ::access(path.c_str(), F_OK) != 0;
-      append_to_file(path, (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors,Timestamp\n" : "") + text);
-      append_to_file(order_dir + "/ms_global_execution_order_graph_" + g + ".csv", std::to_string(iteration) + "\n");
-    }
-    if (!graphs->empty()) make_dirs(graph_dir);
-    for (const auto& [graph, text] : *graphs) {
-      const std::string path = graph_dir + "/ms_output_trace_code_graph_" + std::to_string(graph) + ".ir";
-      const std::string body = "# ops of graph " + std::to_string(graph) + " in execution order (iteration " +
-                               std::to_string(iteration) + "): %outputs = op(%inputs) : (full name)\n" + text;
-      write_file_atomic(path, body.data(), body.size(), nullptr, 0);
-    }
-  });
+    write_execution_batch(batch);
+  }
+}
+
+void Dumper::write_execution_batch(const ExecutionBatch& batch) {
+  const std::string order_dir = join_path(run_root_, "execution_order");
+  const std::string graph_dir = join_path(run_root_, "graphs");
+  make_dirs(order_dir);
+  if (!batch.names.empty()) {
+    const std::string path = order_dir + "/tensor_names.csv";
+    const bool fresh = ::access(path.c_str(), F_OK) != 0;
+    append_to_file(path, (fresh ? "Tensor,Name\n" : "") + batch.names);
+  }
+  for (const auto& [graph, text] : batch.rows) {
+    const std::string g = std::to_string(graph);
+    const std::string path = order_dir + "/ms_execution_order_graph_" + g + ".csv";
+    const bool fresh = ::access(path.c_str(), F_OK) != 0;
+    append_to_file(path, (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors,Timestamp\n" : "") + text);
+    append_to_file(order_dir + "/ms_global_execution_order_graph_" + g + ".csv", std::to_string(batch.iteration) + "\n");
+  }
+  if (!batch.graphs.empty()) make_dirs(graph_dir);
+  for (const auto& [graph, text] : batch.graphs) {
+    const std::string path = graph_dir + "/ms_output_trace_code_graph_" + std::to_string(graph) + ".ir";
+    const std::string body = "# ops of graph " + std::to_string(graph) + " in execution order (iteration " +
+                             std::to_string(batch.iteration) + "): %outputs = op(%inputs) : (full name)\n" + text;
+    write_file_atomic(path, body.data(), body.size(), nullptr, 0);
+  }
 }
 
 void Dumper::write_kernel_args(const OpRecord& op, std::string json) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -175,7 +176,16 @@ class Dumper {
     StatisticRow row;
     DumpTensor tensor;
   };
+  // One iteration's execution-order rows, graphs and tensor names, to append to their files.
+  struct ExecutionBatch {
+    std::map<uint64_t, std::string> rows, graphs;
+    std::string names;
+    uint64_t iteration = 0;
+  };
   void flush_execution_locked();
+  // Appends the queued batches in the order they were queued, whichever writer thread runs it.
+  void write_execution_batches();
+  void write_execution_batch(const ExecutionBatch& batch);
   // Reports (once) that the run's folder was deleted while dumping.
   void check_root();
 
@@ -187,6 +197,9 @@ class Dumper {
   std::map<uint64_t, std::string> graph_text_;  // graph -> .ir text of its first iteration
   std::string tensor_names_;                    // rows of execution_order/tensor_names.csv not yet written
   std::set<uint64_t> graphs_done_;
+  std::mutex exec_queue_mutex_;                // guards exec_batches_
+  std::deque<ExecutionBatch> exec_batches_;    // flushed, not yet written
+  std::mutex exec_files_mutex_;                // one writer thread at a time appends to those files
   std::mutex pending_mutex_;
   std::vector<PendingRow> pending_rows_;
   KernelFilter kernels_;
