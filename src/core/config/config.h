@@ -84,7 +84,7 @@ struct DumpConfig {
   // Op types whose outputs are uninitialised by design (overflow checks skip them).
   std::vector<std::string> overflow_ignore_ops = default_overflow_ignore_ops();
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
-  unsigned writer_threads = 0;  // 0: every core for tensor dumps, half of them for statistics; 1 to 4
+  unsigned writer_threads = 0;  // 0: tensor dumps 4 (direct_io) or every core, statistics half the cores
   bool direct_io = true;        // large tensor files written past the page cache (O_DIRECT)
   HostWork host_work = HostWork::Auto;
 
