@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "commands.h"
@@ -11,6 +12,7 @@
 #include "format/ascend_bin.h"
 #include "opdump/error.h"
 #include "format/npy.h"
+#include "format/placeholders_csv.h"
 #include "format/statistic_csv.h"
 #include "writer/atomic_file.h"
 
@@ -43,6 +45,30 @@ struct Row {
   StatisticRow row;
   std::string label;               // file (and tensor) shown in the table
   std::vector<std::string> cells;  // one per category
+  std::string placeholder;         // the dump holds no data for this tensor, and why
+};
+
+// Each folder's placeholders.csv, read once.
+class FolderPlaceholders {
+ public:
+  std::string of(const std::string& folder, const OpIdentity& op, IoKind io, uint32_t slot,
+                 std::vector<std::string>& warnings) {
+    auto it = folders_.find(folder);
+    if (it == folders_.end()) {
+      Placeholders p;
+      try {
+        p = read_placeholders(folder);
+      } catch (const Error& e) {
+        warnings.push_back(e.what());
+      }
+      it = folders_.emplace(folder, std::move(p)).first;
+    }
+    auto found = it->second.find({sanitize_name(op.op_name), op.task_id, io, slot});
+    return found == it->second.end() ? std::string() : found->second;
+  }
+
+ private:
+  std::map<std::string, Placeholders> folders_;
 };
 
 // A statistic another tool recorded (msprobe's dump.json): "" where it recorded none.
@@ -60,13 +86,14 @@ std::string recorded_cell(const RecordedStats& s, StatCategory c) {
 
 // msprobe's dump.json: each tensor's statistics computed from its file in dump_tensor_data/ when
 // there is one, else as dump.json recorded them.
-void add_msprobe_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows,
-                      std::vector<std::string>& warnings) {
+int add_msprobe_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows,
+                     std::vector<std::string>& warnings) {
   StatsOptions so;
   so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
   so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
   const DumpIndex index = index_dump(f.path);
   warnings.insert(warnings.end(), index.warnings.begin(), index.warnings.end());
+  int failed = 0;
   for (const DumpEntry& e : index.entries) {
     Row r;
     r.label = e.op_name + " " + std::string(to_string(e.io)) + "." + std::to_string(e.slot);
@@ -78,16 +105,24 @@ void add_msprobe_rows(const DumpFile& f, const std::vector<StatCategory>& cats, 
     if (e.source == DumpEntry::Source::Statistics) {
       for (auto c : cats) r.cells.push_back(recorded_cell(*e.stats, c));
     } else {
-      const Tensor t = load_entry(e);
-      r.row.data_size = t.nbytes();
-      r.row.stats = compute_stats(t.view(), so);
+      try {  // one unreadable tensor file: named, and the other tensors go on
+        const Tensor t = load_entry(e);
+        r.row.data_size = t.nbytes();
+        r.row.stats = compute_stats(t.view(), so);
+      } catch (const Error& err) {
+        std::fprintf(stderr, "opdump: %s\n", err.what());
+        ++failed;
+        continue;
+      }
       for (auto c : cats) r.cells.push_back(r.row.stats.cell(c, r.row.dtype));
     }
     rows.push_back(std::move(r));
   }
+  return failed;
 }
 
-void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, OriginalNames& names, std::vector<Row>& rows) {
+void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, OriginalNames& names, FolderPlaceholders& holes,
+              std::vector<Row>& rows, std::vector<std::string>& warnings) {
   StatsOptions so;
   so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
   so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
@@ -106,6 +141,7 @@ void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, Original
     r.row.shape = t.shape;
     r.row.stats = compute_stats(t.view(), so);
     for (auto c : cats) r.cells.push_back(r.row.stats.cell(c, r.row.dtype));
+    if (named) r.placeholder = holes.of(folder_of(f.path), r.row.op, io, slot, warnings);
     rows.push_back(std::move(r));
   };
   if (f.kind == DumpFileKind::Npy) {
@@ -142,6 +178,16 @@ void print_table(const std::vector<Row>& rows, const std::vector<StatCategory>& 
   for (const auto& line : cells) print_line(line);
 }
 
+// Placeholders are listed apart: an empty tensor in the table is data, these are not.
+void print_placeholders(const std::vector<Row>& rows) {
+  size_t n = 0;
+  for (const auto& r : rows) n += !r.placeholder.empty();
+  if (!n) return;
+  std::printf("\n%zu placeholder(s): the dump holds no data for these tensors\n", n);
+  for (const auto& r : rows)
+    if (!r.placeholder.empty()) std::printf("  %s: %s\n", r.label.c_str(), r.placeholder.c_str());
+}
+
 }  // namespace
 
 void add_stats_command(CLI::App& app, int* exit_code) {
@@ -156,6 +202,7 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     std::vector<Row> rows;
     int failed = 0;
     OriginalNames names;
+    FolderPlaceholders holes;
     std::vector<std::string> warnings;
     const auto files = scan_dump(path);
     const std::set<std::string> msprobe_data = msprobe_tensor_folders(files);  // read through their dump.json
@@ -164,8 +211,8 @@ void add_stats_command(CLI::App& app, int* exit_code) {
       if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin && f.kind != DumpFileKind::MsprobeDump) continue;
       if (msprobe_file) continue;
       try {
-        if (f.kind == DumpFileKind::MsprobeDump) add_msprobe_rows(f, cats, rows, warnings);
-        else add_rows(f, cats, names, rows);
+        if (f.kind == DumpFileKind::MsprobeDump) failed += add_msprobe_rows(f, cats, rows, warnings);
+        else add_rows(f, cats, names, holes, rows, warnings);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++failed;
@@ -182,6 +229,7 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     } else {
       print_table(rows, cats);
     }
+    print_placeholders(rows);
     if (rows.empty() && failed == 0)
       std::fprintf(stderr, "opdump: no npy, bin or msprobe dump.json files in %s\n", path.c_str());
     *exit_code = failed || rows.empty() ? kExitFailure : kExitOk;

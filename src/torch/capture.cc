@@ -6,6 +6,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <chrono>
+#include <sstream>
 #include <thread>
 
 namespace opdump::pt::detail {
@@ -93,10 +94,24 @@ uint64_t stream_of(const at::Tensor& t) {
   return static_cast<uint64_t>(c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).id());
 }
 
-DumpTensor dump_copy(const at::Tensor& t) {
+std::string undumpable_reason(const at::Tensor& t) {
+  if (!t.defined()) return "undefined tensor (no value was passed)";
+  if (t.layout() != at::kStrided) {
+    std::ostringstream layout;
+    layout << t.layout();
+    return "layout " + layout.str() + " is not dumped (only strided tensors are)";
+  }
+  if (t.is_quantized()) return std::string("quantized dtype ") + c10::toString(t.scalar_type()) + " is not dumped";
+  if (t.is_meta()) return "meta tensor: it has no data";
   DType dtype;
-  if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype))
-    return DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr};
+  if (!dtype_of(t.scalar_type(), &dtype)) return std::string("dtype ") + c10::toString(t.scalar_type()) + " has no dump format";
+  return {};
+}
+
+DumpTensor dump_copy(const at::Tensor& t) {
+  if (std::string why = undumpable_reason(t); !why.empty()) return placeholder_tensor(std::move(why), t.defined());
+  DType dtype;
+  dtype_of(t.scalar_type(), &dtype);
   auto copy = host_copy(t.detach());
   return DumpTensor{TensorView{copy->data(), dtype, Shape(t.sizes().begin(), t.sizes().end())}, copy, nullptr};
 }

@@ -31,7 +31,10 @@ std::vector<at::Tensor> tensors_of(const Values& values) {
   }
   return out;
 }
-// A host copy as the Dumper takes it; an empty entry for what cannot be dumped.
+// Why a tensor cannot be dumped as data ("" when it can): undefined, a layout other than strided
+// (sparse, mkldnn), a quantized or other dtype without a dump format, a meta tensor.
+std::string undumpable_reason(const at::Tensor& t);
+// A host copy as the Dumper takes it; a placeholder for what cannot be dumped.
 DumpTensor dump_copy(const at::Tensor& t);
 // The stream an op ran on (0 on the CPU).
 uint64_t stream_of(const at::Tensor& t);

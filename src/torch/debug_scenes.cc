@@ -251,7 +251,8 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
       event.tensors.push_back(describe(inputs[i], IoKind::Input, static_cast<uint32_t>(i), c));
       event.tensors.back().overwritten_in_place = pre != nullptr;
       // what the op left in an input it overwrote is not what it read: no file for it
-      ins.push_back(pre ? DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr} : dump_copy(inputs[i]));
+      ins.push_back(pre ? placeholder_tensor("overwritten in place by the op: its value before the op was checked, not kept")
+                        : dump_copy(inputs[i]));
     }
     for (size_t i = 0; i < outputs.size(); ++i)
       event.tensors.push_back(describe(outputs[i], IoKind::Output, static_cast<uint32_t>(i), output_checks[i]));

@@ -90,7 +90,6 @@ struct OpCtx final : at::ObserverContext {
   identity::CallIndex calls;  // ops below this top op, by type
   std::string name;
   at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
-  int8_t marks = 0;           // a skipped op: its output is uninitialized (1) or was just written (-1)
   OpRecord record;
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
@@ -324,7 +323,6 @@ class Observer final : public RuntimeListener {
       const auto inputs = fn.inputs();
       if (copied >= 0 && static_cast<size_t>(copied) < inputs.size() && inputs[copied].isTensor())
         ctx->alias_from = inputs[copied].toTensor();
-      ctx->marks = op_kinds::makes_uninitialized(op_type) ? 1 : op_kinds::initializes(op_type) ? -1 : 0;
       return ctx;
     }
 
@@ -334,8 +332,7 @@ class Observer final : public RuntimeListener {
     ctx->record.model_id = model_id;
     ctx->record.iteration = runtime_.iteration();
     ctx->executed = true;
-    std::vector<bool> uninitialized;
-    ids_.ids(fn.inputs(), ctx->input_ids, false, &uninitialized, &ctx->named);
+    ids_.ids(fn.inputs(), ctx->input_ids, &ctx->named);
     // CANN applies an acl model dump to models loaded after it was configured; every other dump
     // and every debug scene observes every model.
     if (!model.empty() && config.model_dump_needs_reload() && !snapshot->model_enabled(model)) return ctx;
@@ -349,12 +346,10 @@ class Observer final : public RuntimeListener {
 
     ctx->selected = true;
     if (config.dumps_inputs()) {
-      if (!ts.written_args.of(fn).out.empty()) {
-        const std::vector<bool> out = ts.written_args.out_buffer_slots(fn);
-        for (size_t i = 0; i < out.size() && i < uninitialized.size(); ++i) uninitialized[i] = uninitialized[i] || out[i];
-      }
+      std::vector<bool> out_buffers;
+      if (!ts.written_args.of(fn).out.empty()) out_buffers = ts.written_args.out_buffer_slots(fn);
       capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages,
-                  &uninitialized);
+                  &out_buffers);
     }
     if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
@@ -383,18 +378,15 @@ class Observer final : public RuntimeListener {
           forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->short_name, ctx->model, ctx->model_id};
       }
     }
-    if (ctx->alias_from.defined() || ctx->marks) {
+    if (ctx->alias_from.defined()) {
       const auto& outs = fn.outputs();
-      if (!outs.empty() && outs[0].isTensor()) {
-        if (ctx->alias_from.defined()) ids_.alias(ctx->alias_from, outs[0].toTensor());
-        if (ctx->marks) ids_.mark(outs[0].toTensor(), ctx->marks > 0);
-      }
+      if (!outs.empty() && outs[0].isTensor()) ids_.alias(ctx->alias_from, outs[0].toTensor());
     }
     if (!ctx->executed) return;
     const std::shared_ptr<Dumper>& dumper = ctx->dumper;
     if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
-    ids_.ids(fn.outputs(), output_ids, /*written=*/true, nullptr, &ctx->named);
+    ids_.ids(fn.outputs(), output_ids, &ctx->named);
     std::string source;
     if (dumper->wants_source(ctx->record.model_id)) {
       Busy busy(ts);
@@ -455,19 +447,21 @@ class Observer final : public RuntimeListener {
   }
 
   // `written`: storages the op is about to modify (statistics of what reads them are computed at once).
-  // `uninitialized`: per tensor, memory whose bytes mean nothing yet (a buffer from empty() no op
-  // wrote, an out= argument): dumped as an empty placeholder, like an undefined tensor.
+  // `out_buffers`: per tensor, whether it is an out= argument, which the op overwrites without
+  // reading: the one kind of memory known to hold nothing the op uses. Every other tensor is
+  // dumped as it is, whatever made it: storages filled by code no observer sees (torch.tensor's
+  // copy from Python data, extensions writing data_ptr) hold real bytes.
   template <typename Values>
   void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
                    uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr,
-                   const std::vector<bool>* uninitialized = nullptr) {
+                   const std::vector<bool>* out_buffers = nullptr) {
     Busy busy(ts);
     at::RecordFunctionGuard no_record(false);
     at::NoGradGuard no_grad;
     const std::vector<at::Tensor> tensors = tensors_of(values);
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (uninitialized && i < uninitialized->size() && (*uninitialized)[i])
-        out.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
+      if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
+        out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));
       else
         capture(tensors[i], dumper, ts, out, stream_id, written);
     }
@@ -475,12 +469,12 @@ class Observer final : public RuntimeListener {
 
   void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
                uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written) {
-    DType dtype;
-    if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) {
-      // Keep slot numbers aligned with the op's tensor arguments: an empty entry.
-      out.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
+    if (std::string why = undumpable_reason(t); !why.empty()) {
+      out.push_back(placeholder_tensor(std::move(why), t.defined()));  // keeps slot numbers aligned with the op's tensors
       return;
     }
+    DType dtype;
+    dtype_of(t.scalar_type(), &dtype);
     if (!t.device().is_cpu()) *stream_id = stream_of(t);
     const DumpConfig& config = dumper.config();
     Shape shape(t.sizes().begin(), t.sizes().end());

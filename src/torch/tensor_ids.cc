@@ -31,18 +31,13 @@ void TensorIds::name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<
   if (!name.empty()) named.emplace_back(id, std::move(name));
 }
 
-void TensorIds::mark(const at::Tensor& t, bool uninitialized) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (Entry* e = entry_locked(t)) e->uninitialized = uninitialized;
-}
-
 void TensorIds::alias(const at::Tensor& from, const at::Tensor& to) {
   if (!has_storage(from) || !has_storage(to) || !whole_storage(to)) return;
   const c10::StorageImpl* key = to.storage().unsafeGetStorageImpl();
   if (key == from.storage().unsafeGetStorageImpl()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const Entry source = *entry_locked(from);
-  *entry_locked(to) = Entry{to.storage().getWeakStorageImpl(), source.id, source.uninitialized};
+  *entry_locked(to) = Entry{to.storage().getWeakStorageImpl(), source.id};
 }
 
 void TensorIds::prune() {

@@ -20,29 +20,21 @@ class TensorIds {
   explicit TensorIds(const Runtime& runtime) : runtime_(runtime) {}
   static constexpr uint64_t kNone = 0;  // an undefined tensor, or one without storage
 
-  // The id of each tensor of an op's arguments or results, in dump slot order. `written`: the op
-  // wrote them (its results): their storages hold data from now on. `uninitialized`, when given,
-  // says per tensor whether its storage came from an empty-like op and was not written since:
-  // its bytes are whatever the allocator left there, the same in no two runs.
-  // `named` gets (id, name) of tensors seen for the first time that have a name (parameters
-  // and buffers of registered models, Runtime::tensor_name).
+  // The id of each tensor of an op's arguments or results, in dump slot order. `named` gets
+  // (id, name) of tensors seen for the first time that have a name (parameters and buffers of
+  // registered models, Runtime::tensor_name).
   template <typename Values>
-  void ids(const Values& values, std::vector<uint64_t>& out, bool written = false,
-           std::vector<bool>* uninitialized = nullptr, std::vector<std::pair<uint64_t, std::string>>* named = nullptr) {
+  void ids(const Values& values, std::vector<uint64_t>& out,
+           std::vector<std::pair<uint64_t, std::string>>* named = nullptr) {
     const std::vector<at::Tensor> tensors = tensors_of(values);
     std::lock_guard<std::mutex> lock(mutex_);
     for (const at::Tensor& t : tensors) {
       bool fresh = false;
       Entry* e = entry_locked(t, &fresh);
       out.push_back(e ? e->id : kNone);
-      if (uninitialized) uninitialized->push_back(e && e->uninitialized);
-      if (e && written) e->uninitialized = false;
       if (fresh && named) name_of(t, e->id, *named);
     }
   }
-  // A storage an empty-like op made (garbage until written), or one an op the dump skips wrote
-  // (fill_, copy_, uniform_).
-  void mark(const at::Tensor& t, bool uninitialized);
   // `to` holds a copy of `from` made by an op the dump skips (a cast, contiguous, clone): it
   // takes `from`'s id, so that data flow runs through the copy. Partial copies are ignored.
   void alias(const at::Tensor& from, const at::Tensor& to);
@@ -53,7 +45,6 @@ class TensorIds {
   struct Entry {
     c10::weak_intrusive_ptr<c10::StorageImpl> alive;
     uint64_t id;
-    bool uninitialized = false;
   };
   Entry* entry_locked(const at::Tensor& t, bool* fresh = nullptr);  // nullptr for tensors without storage
   void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const;

@@ -173,6 +173,15 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
     r.reason = !t.unreadable.empty() ? "target: " + t.unreadable : "reference: " + ref.unreadable;
     return;
   }
+  if (!t.placeholder.empty() || !ref.placeholder.empty()) {
+    // Not a shape mismatch, and not a pass: one side (or both) holds no data for this slot.
+    if (!t.placeholder.empty() && !ref.placeholder.empty())
+      r.reason = "not dumped on either side: " + t.placeholder;
+    else
+      r.reason = !t.placeholder.empty() ? "not dumped on the target side: " + t.placeholder
+                                        : "not dumped on the reference side: " + ref.placeholder;
+    return;
+  }
   if (t.source == DumpEntry::Source::Statistics || ref.source == DumpEntry::Source::Statistics) {
     compare_statistics(r);
     return;

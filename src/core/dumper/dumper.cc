@@ -13,6 +13,8 @@
 #include "util/thread_budget.h"
 #include "format/npy.h"
 #include "format/ascend_bin.h"
+#include "format/placeholders_csv.h"
+#include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {
@@ -144,12 +146,43 @@ TensorView Dumper::file_view(const TensorView& v) const {
   return TensorView{v.data, v.dtype, Shape{static_cast<int64_t>(config_.sample_num)}};
 }
 
+DumpTensor placeholder_tensor(std::string why, bool data_lost) {
+  DumpTensor t{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr};
+  t.placeholder = std::move(why);
+  t.data_lost = data_lost;
+  return t;
+}
+
+void Dumper::record_placeholders(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
+                                 const std::vector<DumpTensor>& outputs) {
+  std::string rows;
+  for (const auto* list : {&inputs, &outputs})
+    for (size_t slot = 0; slot < list->size(); ++slot) {
+      const DumpTensor& t = (*list)[slot];
+      if (t.placeholder.empty()) continue;
+      rows += placeholders_csv_row(op.id, list == &inputs ? IoKind::Input : IoKind::Output, static_cast<uint32_t>(slot),
+                                   t.placeholder);
+      if (!t.data_lost) continue;
+      std::lock_guard<std::mutex> lock(placeholders_mutex_);
+      LostData& lost = lost_data_[t.placeholder];
+      if (!lost.count++) lost.example = op.id.op_name;
+    }
+  if (rows.empty()) return;
+  writer_->run(rows.size(), [this, folder, rows] {
+    // One writer thread at a time, so that the header is written once, first.
+    std::lock_guard<std::mutex> lock(placeholders_mutex_);
+    const bool fresh = placeholder_files_.insert(folder).second;
+    append_to_file(folder + "/" + kPlaceholdersFile, (fresh ? placeholders_csv_header() : "") + rows);
+  });
+}
+
 void Dumper::dump_to(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
                      const std::vector<DumpTensor>& outputs) {
   ops_.fetch_add(1, std::memory_order_relaxed);
   const std::vector<DumpTensor> none;
   const auto& ins = config_.dumps_inputs() ? inputs : none;
   const auto& outs = config_.dumps_outputs() ? outputs : none;
+  record_placeholders(op, folder, ins, outs);
   if (config_.file_format == FileFormat::Bin) {
     dump_bin(op, folder, ins, outs);
     return;
@@ -502,6 +535,12 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   if (last_iteration == 0 && !config_.iterations.contains(0) && config_.iterations.next_after(0) != UINT64_MAX)
     warnings.push_back("the dump asks for iterations after 0 (" + config_.iterations.to_string() +
                        ") but no iteration ended: call opdump.step() after each one, or opdump.hook_optimizer(optimizer)");
+  {
+    std::lock_guard<std::mutex> lock(placeholders_mutex_);
+    for (const auto& [why, lost] : lost_data_)
+      warnings.push_back(std::to_string(lost.count) + " tensors are placeholders without their data: " + why +
+                         " (first at " + lost.example + "; listed in each folder's " + kPlaceholdersFile + ")");
+  }
   if (config_.scene == Scene::Normal && device_selected_ && ops_.load() == 0 && warnings.empty())
     warnings.push_back("nothing was dumped: no operator of the selected iterations, models and kernels ran");
   for (const auto& w : warnings) log_warning(w);

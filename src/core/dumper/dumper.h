@@ -48,7 +48,15 @@ struct DumpTensor {
   std::shared_ptr<const Buffer> owner;
   std::function<TensorStats()> precomputed;
   uint64_t pending_bytes = 0;  // memory `precomputed` holds until it runs (for the in-flight cap)
+  // Non-empty: this slot holds no data, and why (an undefined tensor, an out= buffer the op does
+  // not read, a layout or dtype with no dump format). Written as an empty float32 tensor of shape
+  // (0,), which keeps slot numbers aligned, and listed with its reason in the folder's
+  // placeholders.csv so that readers tell it from a real empty tensor.
+  std::string placeholder;
+  bool data_lost = false;  // the placeholder stands for data opdump could not dump (finalize warns)
 };
+// A slot without data, and why. `data_lost`: the tensor had values that are not in the dump.
+DumpTensor placeholder_tensor(std::string why, bool data_lost = false);
 
 class Dumper {
  public:
@@ -168,6 +176,9 @@ class Dumper {
                 const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs);
   void dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
                        const std::vector<DumpTensor>& tensors);
+  // Lists the op's placeholders in {folder}/placeholders.csv and counts those that lost data.
+  void record_placeholders(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
+                           const std::vector<DumpTensor>& outputs);
 
   // Statistics rows whose values the adapter already computed are batched: one writer task
   // and one write() per batch instead of one per tensor.
@@ -202,6 +213,13 @@ class Dumper {
   std::mutex exec_files_mutex_;                // one writer thread at a time appends to those files
   std::mutex pending_mutex_;
   std::vector<PendingRow> pending_rows_;
+  std::mutex placeholders_mutex_;
+  std::set<std::string> placeholder_files_;  // folders whose placeholders.csv has its header
+  struct LostData {
+    uint64_t count = 0;
+    std::string example;  // the first op it happened to
+  };
+  std::map<std::string, LostData> lost_data_;  // by reason
   KernelFilter kernels_;
   std::vector<std::pair<std::string, KernelFilter>> model_layers_;  // acl dump_list by model_name
   std::unique_ptr<std::atomic<bool>[]> model_seen_;                 // per model_layers_ entry: an op of it ran

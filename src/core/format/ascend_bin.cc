@@ -171,6 +171,26 @@ std::string bin_data_type_name(int32_t code) {
   return "DT_" + std::to_string(code);
 }
 
+uint64_t BinDump::checked_size(const BinTensor& t) const {
+  DType dtype;
+  if (!dtype_of_bin_data_type(t.data_type, &dtype))
+    throw FormatError(path, "data type " + bin_data_type_name(t.data_type) + " cannot be converted to an array");
+  const Narrow narrow = entry_of(t.data_type)->narrow;
+  uint64_t need, numel;
+  try {  // a shape of 2^62 elements must not wrap around to the declared size
+    numel = shape_numel(t.shape);
+    need = checked_bytes(numel, narrow == Narrow::None ? dtype_size(dtype) : stored_size(narrow));
+  } catch (const FormatError&) {
+    throw;
+  } catch (const Error& e) {
+    throw FormatError(path, e.what());
+  }
+  if (need != t.size)
+    throw FormatError(path, "tensor of shape " + shape_to_string(t.shape) + " and type " + bin_data_type_name(t.data_type) +
+                                " needs " + std::to_string(need) + " bytes but declares " + std::to_string(t.size));
+  return numel;
+}
+
 Tensor BinDump::tensor(const BinTensor& t) const {
   DType dtype;
   if (!dtype_of_bin_data_type(t.data_type, &dtype))
@@ -179,19 +199,12 @@ Tensor BinDump::tensor(const BinTensor& t) const {
   Tensor out;
   out.dtype = dtype;
   out.shape = t.shape;
-  uint64_t need, numel;
-  try {
-    numel = shape_numel(t.shape);
-    need = numel * (narrow == Narrow::None ? dtype_size(dtype) : stored_size(narrow));
-  } catch (const Error& e) {
-    throw FormatError(path, e.what());
-  }
-  if (need != t.size)
-    throw FormatError(path, "tensor of shape " + shape_to_string(t.shape) + " and type " + bin_data_type_name(t.data_type) +
-                                " needs " + std::to_string(need) + " bytes but declares " + std::to_string(t.size));
+  const uint64_t numel = checked_size(t);
   const char* data = static_cast<const char*>(file->data()) + t.offset;
   if (narrow != Narrow::None) {  // widened to a type every reader computes with
-    auto wide = std::make_shared<HeapBuffer>(static_cast<size_t>(numel * dtype_size(dtype)));
+    const uint64_t wide_bytes = checked_bytes(numel, dtype_size(dtype));  // at most twice the stored bytes
+    check_allocation(wide_bytes, path, "widening a " + bin_data_type_name(t.data_type) + " tensor");
+    auto wide = std::make_shared<HeapBuffer>(static_cast<size_t>(wide_bytes));
     decode_narrow(narrow, reinterpret_cast<const uint8_t*>(data), numel, wide->mutable_data());
     out.data = wide->data();
     out.buffer = std::move(wide);

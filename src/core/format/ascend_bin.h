@@ -51,6 +51,9 @@ struct BinDump {
   // The bytes of one tensor as a Tensor of the stored shape; throws FormatError for data types
   // opdump cannot represent (string, quantized, int4...) or a size that does not match the shape.
   Tensor tensor(const BinTensor& t) const;
+  // The element count of `t` after checking that its shape and type need exactly the bytes it
+  // declares (products that wrap around included). Throws FormatError naming the file.
+  uint64_t checked_size(const BinTensor& t) const;
 };
 
 // OutputDataType <-> DType. Returns -1 / nullopt-like false when there is no equivalent.

@@ -20,6 +20,7 @@
 #include "opdump/error.h"
 #include "util/log.h"
 #include "format/npy.h"
+#include "format/placeholders_csv.h"
 #include "format/statistic_csv.h"
 
 namespace opdump {
@@ -146,12 +147,26 @@ class Indexer {
  private:
   struct Folder {
     DumpPosition where;
+    Placeholders placeholders;
   };
 
   Folder& folder_for(const std::string& folder) {
     auto it = folders_.find(folder);
     if (it != folders_.end()) return it->second;
-    return folders_.emplace(folder, Folder{position_of(absolute_folder(folder))}).first->second;
+    Folder f{position_of(absolute_folder(folder)), {}};
+    try {
+      f.placeholders = read_placeholders(folder);
+    } catch (const Error& e) {
+      index_.warnings.push_back(std::string(e.what()) + " (its slots read as empty tensors)");
+    }
+    return folders_.emplace(folder, std::move(f)).first->second;
+  }
+
+  // Marks an entry the writer listed as a placeholder.
+  static void placeholder(DumpEntry& e, const Folder& folder) {
+    if (folder.placeholders.empty()) return;
+    auto it = folder.placeholders.find({sanitize_name(e.op_name), e.order, e.io, e.slot});
+    if (it != folder.placeholders.end()) e.placeholder = it->second;
   }
 
   void unreadable(DumpEntry& e, const std::string& why) {
@@ -190,6 +205,7 @@ class Indexer {
     } catch (const Error& err) {
       unreadable(e, err.what());
     }
+    placeholder(e, folder);
     index_.entries.push_back(std::move(e));
   }
 
@@ -227,8 +243,16 @@ class Indexer {
         e.io = pass == 0 ? IoKind::Input : IoKind::Output;
         e.slot = static_cast<uint32_t>(i);
         e.shape = list[i].shape;
-        if (!dtype_of_bin_data_type(list[i].data_type, &e.dtype))
+        if (!dtype_of_bin_data_type(list[i].data_type, &e.dtype)) {
           unreadable(e, "data type " + bin_data_type_name(list[i].data_type) + " is not supported");
+        } else {
+          try {
+            d.checked_size(list[i]);
+          } catch (const Error& err) {
+            unreadable(e, err.what());
+          }
+        }
+        placeholder(e, folder);
         index_.entries.push_back(std::move(e));
       }
     }
@@ -276,6 +300,7 @@ class Indexer {
       s.neg_inf = count_cell(row, c_ninf);
       s.pos_inf = count_cell(row, c_pinf);
       e.stats = s;
+      placeholder(e, folder);
       index_.entries.push_back(std::move(e));
     }
   }
@@ -313,6 +338,7 @@ class Indexer {
     } catch (const Error& err) {
       unreadable(e, err.what());
     }
+    placeholder(e, folder);
     index_.entries.push_back(std::move(e));
   }
 

@@ -78,6 +78,7 @@ struct DumpEntry {
   bool shape_known = true;
   std::optional<RecordedStats> stats;  // statistics-only entries
   std::string unreadable;              // why the values cannot be decoded ("" when they can)
+  std::string placeholder;             // the dump holds no data for this slot, and why (placeholders.csv)
   // A small npy file's bytes, read whole while indexing (within a budget): compare reads its
   // values from here instead of opening the file a second time.
   std::shared_ptr<const Buffer> file_bytes;

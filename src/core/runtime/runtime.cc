@@ -115,6 +115,7 @@ void Runtime::step() {
 }
 
 std::shared_ptr<Dumper> Runtime::dumper() const {
+  if (g_forked_child.load(std::memory_order_relaxed)) return nullptr;  // as snapshot(): no dump after fork
   std::lock_guard<std::mutex> lock(mutex_);
   return dumper_;
 }
@@ -163,6 +164,12 @@ void Runtime::publish_locked() {
 }
 
 std::shared_ptr<const RuntimeSnapshot> Runtime::snapshot() const {
+  // A forked child (a DataLoader worker) sees no dump: the parent's writer threads did not come
+  // along, and its locks and condition variables may be held by threads that are not there.
+  if (g_forked_child.load(std::memory_order_relaxed)) {
+    static const auto* nothing = new std::shared_ptr<const RuntimeSnapshot>(std::make_shared<RuntimeSnapshot>());
+    return *nothing;
+  }
   // Per thread: the snapshot last read and its version. A thread holds on to a dump's Dumper
   // until its next op after the change (finalize does not depend on that: it closes the files).
   struct Cached {

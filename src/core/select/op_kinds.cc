@@ -5,16 +5,6 @@
 #include <unordered_set>
 
 namespace opdump::op_kinds {
-namespace {
-
-const std::unordered_set<std::string_view>& uninitialized_ops() {
-  static const std::unordered_set<std::string_view> ops = {"empty", "empty_like", "empty_strided", "new_empty",
-                                                           "new_empty_strided", "_empty_affine_quantized"};
-  return ops;
-}
-
-}  // namespace
-
 bool is_operator(const char* name) {
   if (!std::strstr(name, "::")) return false;
   if (!std::strncmp(name, "autograd::", 10) || !std::strncmp(name, "profiler::", 10)) return false;
@@ -38,15 +28,6 @@ bool computes_nothing(std::string_view op_type) {
       "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "split_with_sizes", "tensor_split", "unsafe_split",
       "unsafe_chunk", "real", "imag", "adjoint", "numpy_T", "matrix_H", "mT", "mH", "_values", "_indices",
   };
-  return ops.count(op_type) > 0;
-}
-
-bool makes_uninitialized(std::string_view op_type) { return uninitialized_ops().count(op_type) > 0; }
-
-bool initializes(std::string_view op_type) {
-  static const std::unordered_set<std::string_view> ops = {"zero_",   "fill_",        "copy_",      "uniform_",
-                                                           "normal_", "bernoulli_",   "random_",    "exponential_",
-                                                           "geometric_", "cauchy_",   "log_normal_"};
   return ops.count(op_type) > 0;
 }
 

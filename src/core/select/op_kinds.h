@@ -12,10 +12,6 @@ namespace opdump::op_kinds {
 bool is_operator(const char* record_name);
 // Factories, views and metadata: nothing is computed from data (skip_no_compute_ops).
 bool computes_nothing(std::string_view op_type);
-// Its output holds whatever the allocator left until something writes it (empty and friends).
-bool makes_uninitialized(std::string_view op_type);
-// It writes its first argument whatever it held (zero_, fill_, copy_, the random fills).
-bool initializes(std::string_view op_type);
 // Its output is a copy of the input at this slot (to, clone, contiguous, copy_'s source): data
 // flow runs through it. -1 for other ops.
 int copied_input(std::string_view op_type);

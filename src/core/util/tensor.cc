@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <new>
 
 #include "opdump/error.h"
@@ -22,6 +24,32 @@ uint64_t shape_numel(const Shape& shape) {
     n *= static_cast<uint64_t>(d);
   }
   return n;
+}
+
+uint64_t checked_bytes(uint64_t numel, uint64_t item_size) {
+  if (item_size != 0 && numel > UINT64_MAX / item_size)
+    throw Error(std::to_string(numel) + " elements of " + std::to_string(item_size) + " bytes overflow 64 bits");
+  return numel * item_size;
+}
+
+namespace {
+uint64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
+}
+}  // namespace
+
+void check_allocation(uint64_t bytes, const std::string& file, const std::string& what) {
+  const uint64_t limit = std::max<uint64_t>(available_memory(), uint64_t(64) << 20);
+  if (bytes > limit)
+    throw FormatError(file, what + " needs " + std::to_string(bytes) + " bytes, more than the " + std::to_string(limit) +
+                                " bytes of memory available");
 }
 
 std::string shape_to_string(const Shape& shape) {

@@ -13,6 +13,12 @@ using Shape = std::vector<int64_t>;
 
 // Elements in a shape; throws opdump::Error when the product overflows 64 bits or a dim is negative.
 uint64_t shape_numel(const Shape& shape);
+// numel * item_size; throws opdump::Error when it overflows 64 bits (a file can declare any shape).
+uint64_t checked_bytes(uint64_t numel, uint64_t item_size);
+// Memory a reader may allocate for what one file asks (the memory available to this process, from
+// /proc/meminfo's MemAvailable, at least 64 MiB). Throws FormatError naming `file` when `bytes`
+// exceeds it: a hostile or corrupt file must not exhaust memory.
+void check_allocation(uint64_t bytes, const std::string& file, const std::string& what);
 // "(1,2)" as statistic.csv writes it; "()" for a scalar.
 std::string shape_to_string(const Shape& shape);
 // "32x256x13x13" as converted file names write it; "1" for a scalar.

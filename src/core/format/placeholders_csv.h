@@ -1,0 +1,27 @@
+// placeholders.csv: the slots of a dump folder that hold no data, and why. A placeholder is
+// written as an empty float32 tensor of shape (0,) (npy, bin or a statistic.csv row), so that slot
+// numbers stay aligned with the op's tensors; this file tells it apart from a real empty tensor.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "layout/layout.h"
+
+namespace opdump {
+
+constexpr const char* kPlaceholdersFile = "placeholders.csv";
+
+// "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Reason\n"
+std::string placeholders_csv_header();
+std::string placeholders_csv_row(const OpIdentity& op, IoKind io, uint32_t slot, const std::string& reason);
+
+// (sanitized op name, task id, io, slot) -> reason.
+using PlaceholderKey = std::tuple<std::string, uint64_t, IoKind, uint32_t>;
+using Placeholders = std::map<PlaceholderKey, std::string>;
+// The placeholders listed in `folder` (none when the file is absent). Throws FormatError naming
+// the file when it is there but is not a placeholders.csv.
+Placeholders read_placeholders(const std::string& folder);
+
+}  // namespace opdump
