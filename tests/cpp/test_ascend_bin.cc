@@ -264,3 +264,25 @@ TEST(AscendBin, NarrowTypesAreReadAsFloat32OrComplex64) {
   EXPECT_EQ(bin_data_type_of(DType::Float32), 1);
   EXPECT_EQ(bin_data_type_of(DType::Complex64), 16);
 }
+
+// Products of a shape and an element size that wrap around 64 bits must not pass for the declared
+// size (a 2^62-element FLOAT tensor "needs" 0 bytes, a 2^62+1-element COMPLEX32 tensor 4).
+TEST(AscendBin, ShapesWhoseByteCountWrapsAreRejected) {
+  test::TempDir dir;
+  const int64_t huge = int64_t(1) << 62;
+  for (const auto& [name, code, shape, bytes] :
+       {std::tuple<std::string, int32_t, Shape, std::string>{"float_zero", 1, {huge}, ""},
+        {"complex32_four", 32, {huge + 1}, std::string(4, '\0')},
+        {"two_dims", 1, {int64_t(1) << 31, int64_t(1) << 31}, ""}}) {
+    test::write_text(dir / name, bin_of({{code, shape, bytes}}));
+    BinDump d = read_ascend_bin(dir / name);  // the header alone is fine
+    ASSERT_EQ(d.outputs.size(), 1u);
+    try {
+      d.tensor(d.outputs[0]);
+      ADD_FAILURE() << name << " accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(dir / name), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(d.checked_size(d.outputs[0]), FormatError) << name;
+  }
+}

@@ -24,19 +24,24 @@ std::string unicode(const std::string& s) {
   return out + s;
 }
 
-std::string int1(int v) { return std::string("K") + static_cast<char>(v); }
+std::string int1(int64_t v) {
+  if (v >= 0 && v < 256) return std::string("K") + static_cast<char>(v);
+  std::string out = "\x8a\x08";  // LONG1 of 8 bytes, little-endian
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  return out;
+}
 std::string memo(int n) { return std::string("q") + static_cast<char>(n); }  // BINPUT
 
-std::string int_tuple(const std::vector<int>& v) {
+std::string int_tuple(const std::vector<int64_t>& v) {
   std::string out = "(";
-  for (int x : v) out += int1(x);
+  for (int64_t x : v) out += int1(x);
   return out + "t";
 }
 
 struct Pickle {
   std::string storage = "FloatStorage";
   int numel = 6, offset = 0;
-  std::vector<int> sizes = {2, 3}, strides = {3, 1};
+  std::vector<int64_t> sizes = {2, 3}, strides = {3, 1};
   std::string rebuild = "torch._utils\n_rebuild_tensor_v2\n";
 
   std::string bytes() const {
@@ -152,6 +157,62 @@ TEST(TorchPt, RefusesWhatIsNotOneSafeTensor) {
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("legacy format"), std::string::npos) << e.what();
   }
+}
+
+// Hostile files: sizes that wrap or exceed memory, nesting a level per byte, memo recalls that
+// double a value per few bytes, marks without end. Each is a clear FormatError naming the file.
+class TorchPtHostile : public ::testing::Test {
+ protected:
+  void refused(const std::string& name, const std::string& pickle, const std::string& data, const char* why) {
+    write_pt(dir_ / name, pickle, data);
+    try {
+      read_torch_pt(dir_ / name);
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(dir_ / name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  TempDir dir_;
+  const std::string one_ = floats({1.5f});
+};
+
+TEST_F(TorchPtHostile, StrideZeroViewsOfHugeSizes) {
+  Pickle wraps;  // 2^62 floats of stride 0: 2^64 bytes, which wrap to 0
+  wraps.numel = 1;
+  wraps.sizes = {int64_t(1) << 62};
+  wraps.strides = {0};
+  refused("wraps.pt", wraps.bytes(), one_, "overflow");
+  Pickle huge;  // 2^40 floats of stride 0: 4 TiB asked of the memory
+  huge.numel = 1;
+  huge.sizes = {int64_t(1) << 40};
+  huge.strides = {0};
+  refused("huge.pt", huge.bytes(), one_, "memory available");
+  Pickle fine;  // a real expanded tensor: 1000 copies of one element
+  fine.numel = 1;
+  fine.sizes = {1000};
+  fine.strides = {0};
+  write_pt(dir_ / "fine.pt", fine.bytes(), one_);
+  const Tensor t = read_torch_pt(dir_ / "fine.pt");
+  ASSERT_EQ(t.shape, Shape{1000});
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(static_cast<const float*>(t.data)[i], 1.5f);
+}
+
+TEST_F(TorchPtHostile, NestingIsBounded) {
+  // TUPLE1 a million times: a tuple in a tuple in a tuple...
+  refused("tuples.pt", std::string("\x80\x02)") + std::string(1000000, '\x85') + ".", "", "nests containers");
+  // lists appended into lists
+  refused("lists.pt", "\x80\x02" + std::string(50000, ']') + std::string(49999, 'a') + ".", "", "nests containers");
+}
+
+TEST_F(TorchPtHostile, MemoRecallsCannotDoubleWithoutEnd) {
+  std::string p = "\x80\x02)" + memo(0);
+  for (int i = 0; i < 48; ++i) p += std::string("h\x00h\x00\x86", 5) + memo(0);  // t = (t, t), 48 times
+  refused("doubling.pt", p + ".", "", "builds more than");
+}
+
+TEST_F(TorchPtHostile, MarksAreBounded) {
+  refused("marks.pt", "\x80\x02" + std::string(100000, '(') + ".", "", "open marks");
 }
 
 }  // namespace

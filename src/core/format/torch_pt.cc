@@ -3,6 +3,7 @@
 
 #include <minizip/unzip.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -106,6 +107,8 @@ struct Value {
   double f = 0;
   std::string s;              // Str; Global: "module.name"; Storage: its record key
   std::vector<Value> items;   // Tuple, List
+  uint32_t depth = 1;         // levels of nesting, this value included
+  uint64_t nodes = 1;         // values in this tree, this one included
   DType dtype = DType::Float32;  // Storage, Tensor
   uint64_t numel = 0;         // Storage
   // Tensor: its storage's key and numel, offset, sizes and strides in elements
@@ -140,7 +143,10 @@ class Unpickler {
         case 0x80: byte(); break;                            // PROTO
         case 0x95: bytes(8); break;                          // FRAME
         case '.': return pop();                              // STOP
-        case '(': marks_.push_back(stack_.size()); break;    // MARK
+        case '(':                                            // MARK
+          if (marks_.size() >= kMaxMarks) fail("more than " + std::to_string(kMaxMarks) + " open marks");
+          marks_.push_back(stack_.size());
+          break;
         case 'N': push(Value{}); break;
         case 0x88: case 0x89: {                              // NEWTRUE, NEWFALSE
           Value v;
@@ -211,13 +217,18 @@ class Unpickler {
         case 'l': push(sequence(Kind::List, pop_mark())); break;   // LIST
         case 'a': {                                          // APPEND
           Value item = pop();
-          top(Kind::List).items.push_back(std::move(item));
+          Value& list = top(Kind::List);
+          adopt(list, item);
+          list.items.push_back(std::move(item));
           break;
         }
         case 'e': {                                          // APPENDS
           auto items = pop_mark();
-          auto& list = top(Kind::List).items;
-          for (auto& x : items) list.push_back(std::move(x));
+          Value& list = top(Kind::List);
+          for (auto& x : items) {
+            adopt(list, x);
+            list.items.push_back(std::move(x));
+          }
           break;
         }
         case 's': pop(); pop(); top(Kind::Dict); break;      // SETITEM: dict contents are never used
@@ -279,16 +290,35 @@ class Unpickler {
     v.s.assign(reinterpret_cast<const char*>(bytes(n)), n);
     return v;
   }
-  static Value sequence(Kind kind, std::vector<Value> items) {
+  Value sequence(Kind kind, std::vector<Value> items) {
     Value v;
     v.kind = kind;
     v.items = std::move(items);
+    for (const Value& x : v.items) adopt(v, x);
     return v;
   }
+  // `parent` gains `child`: nesting and size are bounded (a tensor's pickle is a few levels of
+  // small tuples; a hostile one nests a level per byte, and freeing it would recurse as deep).
+  void adopt(Value& parent, const Value& child) {
+    parent.depth = std::max(parent.depth, child.depth + 1);
+    parent.nodes += child.nodes;
+    if (parent.depth > kMaxDepth) fail("nests containers more than " + std::to_string(kMaxDepth) + " deep");
+  }
+  // Every value made counts against one budget, recalled copies included: memo recalls of
+  // ever larger values cannot double the work and memory per byte of input.
+  void spend(uint64_t nodes) {
+    if (nodes > budget_) fail("builds more than " + std::to_string(kMaxNodes) + " values");
+    budget_ -= nodes;
+  }
+  static constexpr uint32_t kMaxDepth = 64;
+  static constexpr uint64_t kMaxNodes = uint64_t(1) << 20;
+  static constexpr size_t kMaxMarks = 4096;
+  uint64_t budget_ = kMaxNodes;
 
   size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
   void push(Value v) {
     if (stack_.size() > 100000) fail("too deep");
+    spend(1);
     stack_.push_back(std::move(v));
   }
   Value pop() {
@@ -313,11 +343,13 @@ class Unpickler {
   void memo(uint32_t key) {
     if (stack_.size() <= base()) fail("memoizes an empty stack");
     if (memo_.size() > 100000) fail("too many memo entries");
+    spend(stack_.back().nodes);  // stored as a copy
     memo_[key] = stack_.back();
   }
   Value recall(uint32_t key) {
     auto it = memo_.find(key);
     if (it == memo_.end()) fail("recalls a value never stored");
+    spend(it->second.nodes);  // a copy: it costs what it holds
     return it->second;
   }
 
@@ -437,7 +469,12 @@ Tensor parse_torch_pt(std::shared_ptr<const Buffer> bytes, const std::string& na
   Tensor t;
   t.dtype = v.dtype;
   t.shape = v.sizes;
-  const uint64_t numel = shape_numel(t.shape);  // throws for negative sizes and overflow
+  uint64_t numel;
+  try {
+    numel = shape_numel(t.shape);
+  } catch (const Error& e) {  // negative sizes, overflow: named with the file
+    throw FormatError(name, e.what());
+  }
   // The elements the view reaches must lie inside the storage.
   bool contiguous = true;
   uint64_t last = static_cast<uint64_t>(v.offset), expect = 1;
@@ -459,12 +496,20 @@ Tensor parse_torch_pt(std::shared_ptr<const Buffer> bytes, const std::string& na
   const uint8_t* first = storage + static_cast<uint64_t>(v.offset) * item;
   if (contiguous && reinterpret_cast<uintptr_t>(first) % item == 0) {  // torch.save aligns records to 64 bytes
     t.data = first;
-    t.buffer = std::make_shared<ViewBuffer>(bytes, t.data, numel * item);
+    t.buffer = std::make_shared<ViewBuffer>(bytes, t.data, numel * item);  // within the storage: no overflow
     return t;
   }
   // A view (a slice of a bigger tensor saved as is), or a record another writer left unaligned:
-  // copied out in row-major order.
-  auto out = std::make_shared<HeapBuffer>(numel * item);
+  // copied out in row-major order. A stride-0 view of one element may claim any size: the
+  // product is checked, and so is the memory it would take.
+  uint64_t view_bytes;
+  try {
+    view_bytes = checked_bytes(numel, item);
+  } catch (const Error& e) {
+    throw FormatError(name, e.what());
+  }
+  check_allocation(view_bytes, name, "the tensor's view of its storage");
+  auto out = std::make_shared<HeapBuffer>(static_cast<size_t>(view_bytes));
   std::vector<int64_t> index(v.sizes.size(), 0);
   for (uint64_t k = 0; k < numel; ++k) {
     uint64_t at = static_cast<uint64_t>(v.offset);
