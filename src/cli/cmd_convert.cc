@@ -122,6 +122,9 @@ void convert_bin(const DumpFile& f, const std::string& out_root, const ConvertOp
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s %s: %s\n", f.path.c_str(), what.c_str(), e.what());
         ++counts.failed;
+      } catch (const std::exception& e) {  // out of memory, say: this tensor fails, the others go on
+        std::fprintf(stderr, "opdump: %s %s: %s\n", f.path.c_str(), what.c_str(), e.what());
+        ++counts.failed;
       }
     }
   }
@@ -188,6 +191,9 @@ void add_convert_command(CLI::App& app, int* exit_code) {
         else if (f.kind == DumpFileKind::Pt) convert_pt(f, out, o.to, counts);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
+        ++counts.failed;
+      } catch (const std::exception& e) {  // out of memory, say: this file fails, the others go on
+        std::fprintf(stderr, "opdump: %s: %s\n", f.path.c_str(), e.what());
         ++counts.failed;
       }
     }

@@ -216,6 +216,9 @@ void add_stats_command(CLI::App& app, int* exit_code) {
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++failed;
+      } catch (const std::exception& e) {  // out of memory, say: this file fails, the others go on
+        std::fprintf(stderr, "opdump: %s: %s\n", f.path.c_str(), e.what());
+        ++failed;
       }
     }
     warnings.insert(warnings.end(), names.warnings.begin(), names.warnings.end());

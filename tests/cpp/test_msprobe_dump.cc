@@ -156,6 +156,19 @@ TEST(MsprobeDump, MalformedContentNamesFileAndEntry) {
   for (int i = 0; i < 40; ++i) deep += "[";
   for (int i = 0; i < 40; ++i) deep += "]";
   refused(deep + "}}}", "nested too deep");
+  // A shape nested a million deep: refused while parsing, never printed whole or recursed into.
+  std::string deeper = R"({"data": {"A.b.0.forward": {"output": [{"dtype": "torch.float32", "shape": )";
+  deeper += std::string(1000000, '[') + std::string(1000000, ']') + "}]}}}";
+  refused(deeper, "nested more than 64 deep");
+  // A long shape with a bad size: the message shows its start, not all of it.
+  std::string wide = R"({"data": {"A.b.0.forward": {"output": [{"dtype": "torch.float32", "shape": [-1)";
+  for (int i = 0; i < 100000; ++i) wide += ",1";
+  try {
+    parse_msprobe_dump(wide + "]}]}}}", "", "", "dump.json");
+    ADD_FAILURE();
+  } catch (const FormatError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << std::string(e.what()).substr(0, 300);
+  }
   // A config someone named dump.json is valid JSON without "data": not msprobe's, not an error here.
   EXPECT_FALSE(parse_msprobe_dump(R"({"common_dump_settings": {}})", "", "", "dump.json").recognized);
 }

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -82,6 +83,17 @@ def main(out):
                 b'"dtype": "torch.float32", "shape": [2], "Max": NaN, "Min": -Infinity, "Mean": 1.0, "Norm": null}], '
                 b'"output": [[{"dtype": "Float32", "shape": [2], "Max": "inf"}]]}}}\0{"Functional.relu.0.forward": '
                 b'"Module.a.ReLU.forward.0"}\0{"0": [["Functional.relu.0.forward"], ["File a.py, line 3, in f, \\n x"]]}')
+    # Bare data.pkl records for fuzz_pt's unpickler mode ('P'), and every kept finding as a seed
+    # to mutate (the expanded form, 0xFE..., reaches sizes libFuzzer's inputs cannot).
+    for path in glob.glob(os.path.join(dirs["pt"], "*.pt")):
+        with zipfile.ZipFile(path) as z:
+            pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+            with open(path[:-3] + ".pkl", "wb") as o:
+                o.write(b"P" + z.read(pkl))
+    for target, d in dirs.items():
+        for path in glob.glob(os.path.join(ROOT, "tests", "fuzz", "regressions", target, "*")):
+            if os.path.getsize(path) <= 65536:
+                shutil.copy(path, os.path.join(d, "regression-" + os.path.basename(path)))
     print({k: len(os.listdir(v)) for k, v in dirs.items()})
 
 

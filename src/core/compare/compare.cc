@@ -18,6 +18,7 @@
 #include "format/statistic_csv.h"
 #include "origin.h"
 #include "read_ahead.h"
+#include "util/file_read.h"
 #include "util/thread_budget.h"
 
 namespace opdump {
@@ -33,11 +34,15 @@ std::string_view to_string(Verdict v) {
 }
 
 Thresholds load_thresholds(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("", "cannot read the thresholds file", path);
+  std::string text;
+  try {
+    text = read_text_file(path, uint64_t(64) << 20);  // a few hundred bytes in practice
+  } catch (const Error& e) {
+    throw ConfigError("", std::string("cannot read the thresholds file: ") + e.what(), path);
+  }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError("", std::string("invalid JSON: ") + e.what(), path);
   }
@@ -63,9 +68,12 @@ Thresholds load_thresholds(const std::string& path) {
 }
 
 std::vector<std::pair<std::string, std::string>> load_mapping(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("", "cannot read the mapping file", path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    text = read_text_file(path);
+  } catch (const Error& e) {
+    throw ConfigError("", std::string("cannot read the mapping file: ") + e.what(), path);
+  }
   std::string cleaned;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);

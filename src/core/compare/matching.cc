@@ -6,6 +6,8 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -101,14 +103,18 @@ std::vector<std::pair<size_t, size_t>> align(const OpSeq& a, const OpSeq& b) {
   std::vector<std::pair<size_t, size_t>> out;
   if (n == 0 || m == 0) return out;
   if (n * m > 50'000'000) {
+    // Each op of `a` takes the next op of its type in `b`: positions by type, so that a type `b`
+    // lacks costs one lookup, not a scan of `b` (n log m in all).
+    std::unordered_map<std::string_view, std::vector<size_t>> positions;
+    for (size_t k = 0; k < m; ++k) positions[b.types[k]].push_back(k);
     size_t j = 0;
     for (size_t i = 0; i < n && j < m; ++i) {
-      size_t k = j;
-      while (k < m && b.types[k] != a.types[i]) ++k;
-      if (k < m) {
-        out.emplace_back(i, k);
-        j = k + 1;
-      }
+      const auto p = positions.find(a.types[i]);
+      if (p == positions.end()) continue;
+      const auto k = std::lower_bound(p->second.begin(), p->second.end(), j);
+      if (k == p->second.end()) continue;
+      out.emplace_back(i, *k);
+      j = *k + 1;
     }
     return out;
   }

@@ -35,9 +35,9 @@ void write_compare_csv(const CompareResult& result, const std::string& path) {
     std::string line = std::to_string(r.index) + "," + std::to_string(e->rank()) + "," +
                        (e->iteration() >= 0 ? std::to_string(e->iteration()) : std::string()) + "," +
                        std::to_string(e->order) + "," +
-                       csv_escape(e->op_type) + "," + csv_escape(r.target ? r.target->op_name : "") + "," +
+                       csv_text_cell(e->op_type) + "," + csv_text_cell(r.target ? r.target->op_name : "") + "," +
                        (r.target ? std::string(dtype_name(r.target->dtype)) : "") + "," +
-                       csv_escape(r.reference ? r.reference->op_name : "") + "," +
+                       csv_text_cell(r.reference ? r.reference->op_name : "") + "," +
                        (r.reference ? std::string(dtype_name(r.reference->dtype)) : "") + "," + tensor_index(e) +
                        ",\"" + shape_to_string(e->shape) + "\"," +
                        (!r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name");
@@ -55,7 +55,7 @@ void write_compare_csv(const CompareResult& result, const std::string& path) {
     } else {
       line += std::string(22, ',');
     }
-    line += "," + std::string(to_string(r.verdict)) + "," + csv_escape(r.reason) + "\n";
+    line += "," + std::string(to_string(r.verdict)) + "," + csv_text_cell(r.reason) + "\n";
     out.write(line);
   }
   out.commit();

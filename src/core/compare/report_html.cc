@@ -207,8 +207,9 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
                     !r.target ? "reference only" : !r.reference ? "target only" : r.aligned ? "aligned" : "name"});
   }
   std::string data = rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  // Inside <script>: no "</" may end it early.
-  for (size_t at = data.find("</"); at != std::string::npos; at = data.find("</", at)) data.replace(at, 2, "<\\/");
+  // Inside <script>, no "</script" may end the block and no "<!--" may turn it into an escaped
+  // block that never ends: every '<' (only ever inside JSON strings) is written \u003c.
+  for (size_t at = data.find('<'); at != std::string::npos; at = data.find('<', at)) data.replace(at, 1, "\\u003c");
   html += "<script id=\"rows-data\" type=\"application/json\">" + data + "</script>";
   html += fmt::format("<script>const FIRST={};", f.found ? std::to_string(f.op.row) : std::string("-1"));
   html += "const PAGE=200,NUM=new Set([0,1,2,9,10,11,12]);"

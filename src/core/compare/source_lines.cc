@@ -2,11 +2,13 @@
 // dumped iteration of each graph): "    : (full op name)  task N" then "    # In file f.py:L".
 #include <dirent.h>
 
-#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "compare/compare.h"
 #include "layout/layout.h"
+#include "opdump/error.h"
+#include "util/file_read.h"
 
 namespace opdump {
 namespace {
@@ -23,7 +25,12 @@ std::string search_ir(const std::string& graphs_dir, const std::string& key_name
   while (dirent* e = ::readdir(dir)) {
     const std::string name = e->d_name;
     if (name.size() < 4 || name.compare(name.size() - 3, 3, ".ir") != 0) continue;
-    std::ifstream in(graphs_dir + "/" + name);
+    std::istringstream in;
+    try {  // a graph file that is not a regular file is passed over
+      in.str(read_text_file(graphs_dir + "/" + name));
+    } catch (const Error&) {
+      continue;
+    }
     std::string line, op;
     while (found.empty() && std::getline(in, line)) {
       if (line.rfind("    : (", 0) == 0) {

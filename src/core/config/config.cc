@@ -12,6 +12,7 @@
 
 #include "config_internal.h"
 #include "opdump/error.h"
+#include "util/file_read.h"
 
 namespace opdump {
 
@@ -251,18 +252,12 @@ DumpConfig load_config(const std::string& path, const ParseOptions& options) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError("", "is a folder; give the path of a JSON config file", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("", std::string("cannot read the config file: ") + std::strerror(errno), path);
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  if (end < 0) throw ConfigError("", "cannot tell the size of the config file (not a regular file?)", path);
-  const auto size = static_cast<size_t>(end);
-  if (size > kMaxConfigBytes)
-    throw ConfigError("", "config is " + std::to_string(size) + " bytes; at most " +
-                              std::to_string(kMaxConfigBytes) + " are accepted", path);
-  in.seekg(0);
-  std::string text(size, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(size));
+  std::string text;
+  try {  // a regular file only (a pipe would block), of at most kMaxConfigBytes
+    text = read_text_file(path, kMaxConfigBytes);
+  } catch (const Error& e) {
+    throw ConfigError("", std::string("cannot read the config file: ") + e.what(), path);
+  }
   return parse_config(text, path, options);
 }
 

@@ -225,24 +225,30 @@ Tensor BinDump::tensor(const BinTensor& t) const {
 
 BinDump read_ascend_bin(const std::string& path) { return parse_ascend_bin(read_file(path), path); }
 
-BinDump parse_ascend_bin(std::shared_ptr<const Buffer> file, const std::string& path) {
-  const uint64_t size = file->size();
-  if (size < 8) throw FormatError(path, "too short for an Ascend bin dump (" + std::to_string(size) + " bytes)");
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, file->data(), 8);  // little-endian hosts only (x86, arm)
-  if (header_len > size - 8 || header_len > kMaxHeaderBytes)
-    throw FormatError(path, "header length " + std::to_string(header_len) + " exceeds the file size " +
-                                std::to_string(size) + " (not an Ascend bin dump, or truncated)");
-  pb::DumpData msg;
-  if (!msg.ParseFromArray(static_cast<const char*>(file->data()) + 8, static_cast<int>(header_len)))
-    throw FormatError(path, "the DumpData header does not parse as protobuf");
+namespace {
 
+// The header's length from the first 8 bytes, checked against the file's size.
+uint64_t header_length(const void* first8, uint64_t file_size, const std::string& path) {
+  if (file_size < 8) throw FormatError(path, "too short for an Ascend bin dump (" + std::to_string(file_size) + " bytes)");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, first8, 8);  // little-endian hosts only (x86, arm)
+  if (header_len > file_size - 8 || header_len > kMaxHeaderBytes)
+    throw FormatError(path, "header length " + std::to_string(header_len) + " exceeds the file size " +
+                                std::to_string(file_size) + " (not an Ascend bin dump, or truncated)");
+  return header_len;
+}
+
+// The DumpData header at `header` (header_len bytes), its tensors placed in a file of file_size bytes.
+BinDump parse_header(const char* header, uint64_t header_len, uint64_t file_size, const std::string& path) {
+  pb::DumpData msg;
+  if (!msg.ParseFromArray(header, static_cast<int>(header_len)))
+    throw FormatError(path, "the DumpData header does not parse as protobuf");
   BinDump dump;
   dump.path = path;
   dump.version = msg.version();
   dump.op_name = msg.op_name();
   dump.dump_time = msg.dump_time();
-  OffsetCursor cursor{8 + header_len, size, path};
+  OffsetCursor cursor{8 + header_len, file_size, path};
   try {
     for (int i = 0; i < msg.input_size(); ++i) {
       const auto& in = msg.input(i);
@@ -271,13 +277,29 @@ BinDump parse_ascend_bin(std::shared_ptr<const Buffer> file, const std::string& 
   } catch (const Error& e) {
     throw FormatError(path, e.what());
   }
+  return dump;
+}
+
+}  // namespace
+
+BinDump parse_ascend_bin(std::shared_ptr<const Buffer> file, const std::string& path) {
+  const uint64_t header_len = header_length(file->data(), file->size(), path);
+  BinDump dump = parse_header(static_cast<const char*>(file->data()) + 8, header_len, file->size(), path);
   dump.file = std::move(file);
   return dump;
 }
 
 bool looks_like_ascend_bin(const std::string& path) {
+  // From the header alone: a file of unknown type is not read whole to find out what it is.
+  constexpr uint64_t kLargestHeaderLooked = uint64_t(16) << 20;
   try {
-    read_ascend_bin(path);
+    uint64_t size = 0;
+    const std::string first = read_file_prefix(path, 8, &size);
+    const uint64_t header_len = header_length(first.data(), size, path);
+    if (header_len > kLargestHeaderLooked) return false;
+    const std::string head = read_file_prefix(path, static_cast<size_t>(8 + header_len), &size);
+    if (head.size() != 8 + header_len) return false;
+    parse_header(head.data() + 8, header_len, size, path);
     return true;
   } catch (const Error&) {
     return false;

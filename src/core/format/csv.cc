@@ -1,6 +1,10 @@
 // A small RFC 4180 reader and the quoting of cells that writers use.
 #include "format/csv.h"
 
+#include <cstring>
+
+#include "util/file_read.h"
+
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -17,6 +21,11 @@ std::string csv_escape(const std::string& cell) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string csv_text_cell(const std::string& cell) {
+  if (!cell.empty() && std::strchr("=+-@\t\r", cell[0])) return csv_escape("'" + cell);
+  return csv_escape(cell);
 }
 
 int CsvTable::column(const std::string& name) const {
@@ -100,12 +109,6 @@ CsvTable parse_csv(const std::string& text, const std::string& name) {
   return table;
 }
 
-CsvTable read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open", errno);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_csv(ss.str(), path);
-}
+CsvTable read_csv(const std::string& path) { return parse_csv(read_text_file(path), path); }
 
 }  // namespace opdump

@@ -17,5 +17,8 @@ struct CsvTable {
 CsvTable read_csv(const std::string& path);
 CsvTable parse_csv(const std::string& text, const std::string& name);
 std::string csv_escape(const std::string& cell);
+// A text cell of a report users open in a spreadsheet: one starting with =, +, -, @, tab or
+// carriage return is prefixed with ' so that it is not taken for a formula (as OWASP advises).
+std::string csv_text_cell(const std::string& cell);
 
 }  // namespace opdump

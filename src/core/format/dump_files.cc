@@ -6,6 +6,7 @@
 
 #include "format/ascend_bin.h"
 #include "opdump/error.h"
+#include "util/log.h"
 
 namespace fs = std::filesystem;
 
@@ -53,9 +54,23 @@ std::vector<DumpFile> scan_dump(const std::string& path) {
     out.push_back({path, "", classify(path)});
     return out;
   }
+  // Links are followed only where they stay inside the dump: a dump received from elsewhere may
+  // hold links to /dev/zero or to the reader's own files. (Folder links are not followed at all:
+  // the iterator does not descend into them.)
+  std::string root;
+  size_t left = 0;
   for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) throw Error(path + ": cannot list: " + ec.message());
+    if (it->is_symlink(ec)) {
+      if (root.empty()) root = fs::canonical(path, ec).string() + "/";
+      const std::string target = fs::canonical(it->path(), ec).string();
+      if (ec || target.compare(0, root.size(), root) != 0) {
+        if (left++ < 3) log_warning(it->path().string() + ": a link out of the dump folder; not read");
+        ec.clear();
+        continue;
+      }
+    }
     if (!it->is_regular_file(ec)) continue;
     const std::string p = it->path().string();
     if (base_name(p).rfind(".opdump-tmp.", 0) == 0) continue;
@@ -63,6 +78,7 @@ std::vector<DumpFile> scan_dump(const std::string& path) {
     // readlink per path component, a third of the time of indexing a dump of many small files).
     out.push_back({p, it->path().lexically_relative(path).string(), classify(p)});
   }
+  if (left > 3) log_warning(std::to_string(left) + " links out of " + path + " were not read");
   std::sort(out.begin(), out.end(), [](const DumpFile& a, const DumpFile& b) { return a.path < b.path; });
   return out;
 }

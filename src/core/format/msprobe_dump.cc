@@ -9,23 +9,23 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 #include "opdump/error.h"
+#include "util/file_read.h"
 
 namespace opdump {
 namespace {
 
-using ordered_json = nlohmann::ordered_json;
+// Objects are std::maps (nlohmann::json): nlohmann::ordered_json looks keys up linearly, so a
+// dump.json of 100k APIs took quadratic time. The file's order of keys, which msprobe's execution
+// order and argument order live in, is kept beside each object of two or more keys (parse_json).
+using ordered_json = nlohmann::json;
+constexpr int kMaxJsonDepth = 64;                // msprobe nests a few levels; a hostile file a million
+constexpr const char* kKeyOrder = "\x01order";  // an object's keys in the file's order
 
 std::string read_text(const std::string& path, bool required) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (required) throw Error(path + ": cannot open");
-    return "";
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return required ? read_text_file(path) : read_text_file_if_present(path);
 }
 
 // Python's json writes NaN, Infinity and -Infinity bare; JSON has no such literals. Outside
@@ -60,12 +60,114 @@ std::string quote_python_literals(const std::string& text) {
   return out;
 }
 
+// Builds the document from nlohmann's SAX events (its DOM parser with a callback scans an object's
+// members at every member's end: quadratic too), keeping each object's key order beside it and
+// refusing nesting deeper than kMaxJsonDepth.
+class OrderKeepingBuilder {
+ public:
+  OrderKeepingBuilder(ordered_json& root, const std::string& name) : root_(root), name_(name) {}
+  bool null() { return put(nullptr) != nullptr; }
+  bool boolean(bool v) { return put(v) != nullptr; }
+  bool number_integer(ordered_json::number_integer_t v) { return put(v) != nullptr; }
+  bool number_unsigned(ordered_json::number_unsigned_t v) { return put(v) != nullptr; }
+  bool number_float(ordered_json::number_float_t v, const std::string&) { return put(v) != nullptr; }
+  bool string(ordered_json::string_t& v) { return put(std::move(v)) != nullptr; }
+  bool binary(ordered_json::binary_t& v) { return put(ordered_json::binary(std::move(v))) != nullptr; }
+  bool start_object(std::size_t) {
+    open(put(ordered_json::object()));
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(ordered_json::string_t& k) {
+    Keys& keys = keys_.back();
+    if (keys.seen.insert(k).second) keys.order.push_back(k);
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() {
+    if (keys_.back().order.size() > 1) (*open_.back())[kKeyOrder] = std::move(keys_.back().order);
+    keys_.pop_back();
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    open(put(ordered_json::array()));
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    throw FormatError(name_, std::string("not valid JSON: ") + e.what());
+  }
+
+ private:
+  struct Keys {
+    std::vector<std::string> order;
+    std::unordered_set<std::string> seen;
+  };
+  // Where a value goes: the root, the end of the open array, or the open object's current key.
+  // Pointers stay valid: an array grows only while none of its elements is open.
+  ordered_json* put(ordered_json v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    ordered_json& parent = *open_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    ordered_json& slot = parent[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  void open(ordered_json* container) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth))
+      throw FormatError(name_, "objects and arrays nested more than " + std::to_string(kMaxJsonDepth) + " deep");
+    open_.push_back(container);
+  }
+  ordered_json& root_;
+  const std::string& name_;
+  std::vector<ordered_json*> open_;
+  std::vector<Keys> keys_;
+  std::string key_;
+};
+
 ordered_json parse_json(const std::string& text, const std::string& name) {
+  ordered_json root;
+  OrderKeepingBuilder builder(root, name);
   try {
-    return ordered_json::parse(quote_python_literals(text));
+    ordered_json::sax_parse(quote_python_literals(text), &builder);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(name, std::string("not valid JSON: ") + e.what());
   }
+  return root;
+}
+
+// An object's members in the file's order.
+std::vector<std::pair<const std::string*, const ordered_json*>> items_in_order(const ordered_json& object) {
+  std::vector<std::pair<const std::string*, const ordered_json*>> out;
+  if (!object.is_object()) return out;
+  const auto order = object.find(kKeyOrder);
+  if (order == object.end() || !order->is_array()) {
+    for (auto it = object.begin(); it != object.end(); ++it) out.emplace_back(&it.key(), &it.value());
+    return out;
+  }
+  out.reserve(order->size());
+  for (const auto& key : *order) {
+    const auto it = object.find(key.get_ref<const std::string&>());
+    if (it != object.end()) out.emplace_back(&it.key(), &it.value());
+  }
+  return out;
+}
+
+// A value as an error message shows it: at most 80 characters.
+std::string brief(const ordered_json& v) {
+  std::string text = v.dump();
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  return text;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -174,7 +276,9 @@ class Reader {
     slots_[0] = slots_[1] = 0;
     if (!proto.backward && (body.contains("input_args") || body.contains("input_kwargs")))
       forward_inputs(proto, body);
-    for (const auto& [key, value] : body.items()) {
+    for (const auto& [key_ptr, value_ptr] : items_in_order(body)) {
+      const std::string& key = *key_ptr;
+      const ordered_json& value = *value_ptr;
       if (key == "input_args" || key == "input_kwargs") {
         continue;  // forward_inputs
       } else if (key == "input") {
@@ -183,7 +287,7 @@ class Reader {
         leaves(proto, value, false, "output");
       } else if (key == "parameters") {
         if (value.is_object())
-          for (const auto& [p, v] : value.items()) leaves(proto, v, true, "parameters." + p);
+          for (const auto& [p, v] : items_in_order(value)) leaves(proto, *v, true, "parameters." + *p);
       } else if (proto.backward && (value.is_array() || is_tensor(value))) {
         leaves(proto, value, false, key);  // parameters_grad: {"weight": [tensor], ...}
       }
@@ -204,9 +308,9 @@ class Reader {
         where.push_back("input." + std::to_string(i));
       }
     if (auto kwargs = body.find("input_kwargs"); kwargs != body.end() && kwargs->is_object())
-      for (const auto& [kw, v] : kwargs->items()) {
-        named.emplace_back(kw, &v);
-        where.push_back("input." + kw);
+      for (const auto& [kw, v] : items_in_order(*kwargs)) {
+        named.emplace_back(*kw, v);
+        where.push_back("input." + *kw);
       }
     std::vector<bool> done(named.size(), false);
     if (reorder)
@@ -237,7 +341,7 @@ class Reader {
     if (!shape.is_array()) throw FormatError(name_, "data." + t.api + " " + where + ": shape is not a list");
     for (const auto& d : shape) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
-        throw FormatError(name_, "data." + t.api + " " + where + ": shape " + shape.dump() + " is not a list of sizes");
+        throw FormatError(name_, "data." + t.api + " " + where + ": shape " + brief(shape) + " is not a list of sizes");
       t.shape.push_back(d.get<int64_t>());
     }
     t.max = statistic(v, "Max");
@@ -379,7 +483,7 @@ MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& 
 
   Reader reader(out, name);
   uint64_t order = 0;
-  for (const auto& [api, body] : dump["data"].items()) reader.api(api, body, order++, parents);
+  for (const auto& [api, body] : items_in_order(dump["data"])) reader.api(*api, *body, order++, parents);
   return out;
 }
 

@@ -525,6 +525,12 @@ Tensor parse_torch_pt(std::shared_ptr<const Buffer> bytes, const std::string& na
   return t;
 }
 
+namespace detail {
+std::string unpickle_kind(const void* pickle, size_t size, const std::string& name) {
+  return kind_name(Unpickler(static_cast<const uint8_t*>(pickle), size, name).run().kind);
+}
+}  // namespace detail
+
 Tensor read_torch_pt(const std::string& path) { return parse_torch_pt(std::make_shared<MappedFile>(path), path); }
 
 }  // namespace opdump

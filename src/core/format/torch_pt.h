@@ -17,4 +17,10 @@ Tensor read_torch_pt(const std::string& path);
 // The same from bytes in memory; `name` appears in errors.
 Tensor parse_torch_pt(std::shared_ptr<const Buffer> bytes, const std::string& name);
 
+namespace detail {
+// Runs the restricted unpickler alone over a data.pkl (for fuzzing it without building a zip
+// around each input): what it built ("a tensor", "a list", ...). Throws FormatError.
+std::string unpickle_kind(const void* pickle, size_t size, const std::string& name);
+}  // namespace detail
+
 }  // namespace opdump

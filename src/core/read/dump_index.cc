@@ -18,6 +18,7 @@
 #include "format/msprobe_dump.h"
 #include "format/torch_pt.h"
 #include "opdump/error.h"
+#include "util/file_read.h"
 #include "util/log.h"
 #include "format/npy.h"
 #include "format/placeholders_csv.h"
@@ -48,14 +49,12 @@ std::string OriginalNames::of(const std::string& path) {
   auto [it, fresh] = folders_.try_emplace(folder);
   if (fresh) {
     const std::string mapping = folder + "/mapping.csv";
-    std::ifstream in(mapping, std::ios::binary);
-    if (in) {
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      try {
+    try {
+      const std::string text = read_text_file_if_present(mapping);
+      if (!text.empty())
         for (const auto& r : parse_csv("generated,original\n" + text, mapping).rows) it->second[r[0]] = r[1];
-      } catch (const Error& e) {
-        warnings.push_back(std::string(e.what()) + " (long names in that folder stay unresolved)");
-      }
+    } catch (const Error& e) {
+      warnings.push_back(std::string(e.what()) + " (long names in that folder stay unresolved)");
     }
   }
   auto found = it->second.find(name);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "opdump/error.h"
 #include "format/statistic_csv.h"
@@ -85,14 +86,14 @@ bool read_execution_order(const std::string& run_root, ExecutionOrder& out, std:
   std::stable_sort(out.ops.begin(), out.ops.end(), [](const ExecutedOp& a, const ExecutedOp& b) {
     return a.iteration != b.iteration ? a.iteration < b.iteration : a.task_id < b.task_id;
   });
+  std::map<std::pair<int64_t, std::string>, uint64_t> occurrences;  // per (iteration, name): seen so far
   for (size_t i = 0; i < out.ops.size(); ++i) {
     const ExecutedOp& op = out.ops[i];
     if (i > 0 && out.ops[i - 1].iteration == op.iteration && out.ops[i - 1].task_id == op.task_id)
       throw Error(run_root + ": iteration " + std::to_string(op.iteration) + " was dumped more than once (task " +
                   std::to_string(op.task_id) + " twice in " + dir +
                   "): several runs wrote into this folder; dump each run into its own path");
-    uint64_t occurrence = 0;
-    while (!out.by_name.emplace(std::make_tuple(op.iteration, op.key_name, occurrence), i).second) ++occurrence;
+    out.by_name.emplace(std::make_tuple(op.iteration, op.key_name, occurrences[{op.iteration, op.key_name}]++), i);
     out.by_stamp[{op.key_name, op.task_id, op.timestamp}] = i;
   }
   return true;

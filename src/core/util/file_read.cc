@@ -40,10 +40,13 @@ void read_exactly(int fd, const std::string& path, char* out, size_t size, uint6
   }
 }
 
+// O_NONBLOCK: opening a named pipe for reading would wait for a writer; regular files ignore it.
+int open_for_reading(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); }
+
 }  // namespace
 
 std::shared_ptr<const Buffer> read_file(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  Fd f{open_for_reading(path)};
   if (f.fd < 0) throw IoError(path, "cannot open", errno);
   const uint64_t size = regular_file_size(f.fd, path);
   if (size >= kReadWholeBelow) return std::make_shared<MappedFile>(path, /*populate=*/true);
@@ -53,13 +56,30 @@ std::shared_ptr<const Buffer> read_file(const std::string& path) {
 }
 
 std::string read_file_prefix(const std::string& path, size_t max_bytes, uint64_t* file_size) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  Fd f{open_for_reading(path)};
   if (f.fd < 0) throw IoError(path, "cannot open", errno);
   const uint64_t size = regular_file_size(f.fd, path);
   if (file_size) *file_size = size;
   std::string out(static_cast<size_t>(std::min<uint64_t>(size, max_bytes)), '\0');
   read_exactly(f.fd, path, out.data(), out.size(), 0);
   return out;
+}
+
+std::string read_text_file(const std::string& path, uint64_t max_bytes) {
+  Fd f{open_for_reading(path)};
+  if (f.fd < 0) throw IoError(path, "cannot open", errno);
+  const uint64_t size = regular_file_size(f.fd, path);
+  if (size > max_bytes)
+    throw FormatError(path, "is " + std::to_string(size) + " bytes; at most " + std::to_string(max_bytes) + " are read");
+  std::string out(static_cast<size_t>(size), '\0');
+  read_exactly(f.fd, path, out.data(), out.size(), 0);
+  return out;
+}
+
+std::string read_text_file_if_present(const std::string& path, uint64_t max_bytes) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return "";
+  return read_text_file(path, max_bytes);
 }
 
 }  // namespace opdump

@@ -20,4 +20,13 @@ std::shared_ptr<const Buffer> read_file(const std::string& path);
 // The first `max_bytes` bytes (fewer when the file is shorter); *file_size gets the file's size.
 std::string read_file_prefix(const std::string& path, size_t max_bytes, uint64_t* file_size);
 
+// Text files a dump or the user names (csv, json, graphs): at most this many bytes.
+inline constexpr uint64_t kMaxTextBytes = uint64_t(2) << 30;
+// A whole text file. Only regular files are read, opened without blocking (a named pipe or a
+// device under a dump's file name is an error, not a hang or an endless read); a file over
+// `max_bytes` is a FormatError. Throws IoError naming the file.
+std::string read_text_file(const std::string& path, uint64_t max_bytes = kMaxTextBytes);
+// The same for a file that may be absent: "" when there is nothing at `path`.
+std::string read_text_file_if_present(const std::string& path, uint64_t max_bytes = kMaxTextBytes);
+
 }  // namespace opdump

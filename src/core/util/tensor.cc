@@ -96,7 +96,7 @@ HeapBuffer::~HeapBuffer() {
 }
 
 MappedFile::MappedFile(const std::string& path, bool populate) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a named pipe must not block: refused below
   if (fd < 0) throw IoError(path, "cannot open", errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
