@@ -68,12 +68,17 @@ if mode != "plain":
         opdump.set_dump(path + ".json")
 dump_start = time.perf_counter()  # the warm-up steps are dumped too: their bytes count, so does their time
 for _ in range(4): step()
+import resource
 cpu = []  # CPU time of the whole process (every thread: statistics, writers) per timed step
+faults, system = [], []  # minor page faults and system CPU time per timed step (the allocator's cost shows here)
 def timed(n):
     out = []
     for _ in range(n):
+        u0 = resource.getrusage(resource.RUSAGE_SELF)
         t, c = time.perf_counter(), time.process_time(); step()
         out.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
+        u1 = resource.getrusage(resource.RUSAGE_SELF)
+        faults.append(u1.ru_minflt - u0.ru_minflt); system.append(u1.ru_stime - u0.ru_stime)
     return out
 times, off_times, report = [], [], {}
 if in_blocks:
@@ -87,7 +92,7 @@ else:
         (off_times if alternate and i % 2 else times).extend(timed(1))
     report = opdump.finalize_dump() if mode != "plain" else {}
 print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start, "off_times": off_times,
-                  "report": report, "cpu": cpu,
+                  "report": report, "cpu": cpu, "faults": faults, "system": system,
                   "threads": torch.get_num_threads(), "warmup": 4,
                   # this process's own peak (ru_maxrss would also count the bench's RSS when it forked)
                   "maxrss_mb": int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM")).split()[1]) / 1024}))
@@ -95,6 +100,17 @@ print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start,
 
 
 THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
+# glibc's defaults move with what a process frees: after a large block is freed its mmap threshold
+# rises and it trims freed memory back to the kernel, so a plain training step faults its
+# activations in again every step (205k minor faults and 2 s of system time per 10 resnet18 steps
+# here), while tensors a dump holds a little longer change when memory goes back, and the dumped
+# run can come out faster than no tool at all. Fixed thresholds keep the heap steady, as the
+# jemalloc/tcmalloc that CPU training setups preload do: the default for every figure.
+ALLOCATORS = {
+    "steady": {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "17179869184"},
+    "glibc": {},  # glibc's default, dynamic thresholds: labelled as such where printed
+}
+ALLOCATOR = "steady"
 LAST_REMOVAL = 0.0  # when remove_tree last deleted files
 
 
@@ -115,7 +131,8 @@ def settle():
 def run_mode(mode, steps, workdir, pythonpath=None):
     path = os.path.join(workdir, mode.replace("@", "_"))  # dump paths take no "@"
     shutil.rmtree(path, ignore_errors=True)
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env.update(ALLOCATORS[ALLOCATOR])
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS)], capture_output=True,
@@ -187,6 +204,9 @@ def main():
     p.add_argument("--dir", default=tempfile.gettempdir())
     p.add_argument("--modes", default="plain,off,stats,overflow,tensor", help="comma-separated; plain is always run")
     p.add_argument("--baseline", help="the python folder of another opdump build, measured in the same rounds")
+    p.add_argument("--allocator", choices=["steady", "glibc", "both"], default="steady",
+                   help="steady (default): glibc's mmap and trim thresholds fixed, as a preloaded jemalloc keeps them; "
+                        "glibc: its dynamic defaults; both: the light modes under each, labelled")
     p.add_argument("--threads", type=int, default=0,
                    help="torch.set_num_threads of the training (default: torch's, all cores: the statistics thread "
                         "then competes with the training for them)")
@@ -207,21 +227,29 @@ def main():
     # always runs first (the first process of a round was measurably slower here).
     light = [m for m in modes if m != "tensor"]
     ratios = {m: [] for m in modes}
-    for r in range(args.rounds):
-        order = light[r % len(light):] + light[:r % len(light)]
-        this_round, this_cpu = {}, {}
-        for mode in order:
-            d = run_mode(mode, args.steps, workdir)
-            runs[mode].append(d)
-            this_round[mode] = statistics.median(d["times"])
-            this_cpu[mode] = statistics.median(d["cpu"])
-            medians[mode].append(this_round[mode])
-            if args.baseline and mode != "plain":
-                b = run_mode(mode, args.steps, workdir, args.baseline)
-                baseline.setdefault(mode, []).append(this_round[mode] / statistics.median(b["times"]))
-        for mode in light:
-            ratios[mode].append(this_round[mode] / this_round["plain"])
-            cpu_ratios[mode].append(this_cpu[mode] / this_cpu["plain"])
+    global ALLOCATOR
+    tables = {}  # allocator -> (medians, ratios, cpu ratios, runs) of the light modes
+    for ALLOCATOR in (["steady", "glibc"] if args.allocator == "both" else [args.allocator]):
+        medians, ratios = {m: [] for m in modes}, {m: [] for m in modes}
+        cpu_ratios, runs = {m: [] for m in modes}, {m: [] for m in modes}
+        for r in range(args.rounds):
+            order = light[r % len(light):] + light[:r % len(light)]
+            this_round, this_cpu = {}, {}
+            for mode in order:
+                d = run_mode(mode, args.steps, workdir)
+                runs[mode].append(d)
+                this_round[mode] = statistics.median(d["times"])
+                this_cpu[mode] = statistics.median(d["cpu"])
+                medians[mode].append(this_round[mode])
+                if args.baseline and mode != "plain":
+                    b = run_mode(mode, args.steps, workdir, args.baseline)
+                    baseline.setdefault((ALLOCATOR, mode), []).append(this_round[mode] / statistics.median(b["times"]))
+            for mode in light:
+                ratios[mode].append(this_round[mode] / this_round["plain"])
+                cpu_ratios[mode].append(this_cpu[mode] / this_cpu["plain"])
+        tables[ALLOCATOR] = (medians, ratios, cpu_ratios, runs)
+    ALLOCATOR = "steady" if "steady" in tables else args.allocator  # tensor mode and the one-process figures
+    medians, ratios, cpu_ratios, runs = tables[ALLOCATOR]
     # Each writer starts settled; opdump and the plain writers of the same files (their sizes from opdump's
     # first run) take turns in an order rotated from round to round: what ran just before a writer changed
     # its rate here.
@@ -274,12 +302,21 @@ def main():
     print(f"resnet18, batch 4x3x64x64, 1000 classes, SGD momentum 0.9, CPU, {threads} training threads on "
           f"{os.cpu_count()} cores; median step over {args.steps} steps x {args.rounds} rounds; ratio = median over "
           f"rounds of (mode / plain of the same round)")
-    for mode in modes:
-        med = statistics.median(medians[mode])
-        ratio = statistics.median(ratios[mode]) if mode != "plain" else 1.0
-        spread = f"  (rounds: {', '.join(f'{x:.2f}' for x in ratios[mode])})" if mode != "plain" else ""
-        cpu = f"   CPU time {statistics.median(cpu_ratios[mode]):5.2f}x" if cpu_ratios[mode] else ""
-        print(f"  {mode:8s} {med * 1e3:8.1f} ms/step   wall {ratio:5.2f}x{cpu}{spread}")
+    for allocator, (t_medians, t_ratios, t_cpu, t_runs) in tables.items():
+        label = ("steady allocator (glibc thresholds fixed: MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=16 GiB)"
+                 if allocator == "steady" else "glibc's default dynamic thresholds (page faults move with what is freed)")
+        print(f" {label}:")
+        for mode in [m for m in modes if t_medians[m]]:
+            med = statistics.median(t_medians[mode])
+            ratio = statistics.median(t_ratios[mode]) if mode != "plain" else 1.0
+            spread = f"  (rounds: {', '.join(f'{x:.2f}' for x in t_ratios[mode])})" if mode != "plain" else ""
+            cpu = f"   CPU {statistics.median(t_cpu[mode]):5.2f}x" if t_cpu[mode] else ""
+            paging = ""
+            if t_runs[mode]:
+                faults = statistics.median(f for d in t_runs[mode] for f in d["faults"])
+                system = statistics.median(x for d in t_runs[mode] for x in d["system"])
+                paging = f"   {faults:7.0f} minor faults/step, system {system * 1e3:5.1f} ms/step"
+            print(f"  {mode:8s} {med * 1e3:8.1f} ms/step   wall {ratio:5.2f}x{cpu}{paging}{spread}")
     # What a dumped step summarizes, and what that costs per CPU second beyond the plain step.
     plain_cpu = statistics.median(c for d in runs["plain"] for c in d["cpu"]) if runs["plain"] else 0
     for mode in ("stats",):
@@ -297,7 +334,8 @@ def main():
     for (mode, how), values in inside.items():
         print(f"  {mode:8s} one process, {what[how]}: {statistics.median(values):5.2f}x"
               f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
-    for mode, values in baseline.items():
+    for key, values in baseline.items():
+        mode = key if isinstance(key, str) else f"{key[1]} ({key[0]})"
         print(f"  {mode:8s} this build / baseline {args.baseline}: {statistics.median(values):5.2f}x"
               f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
     if not tensor_info:

@@ -67,13 +67,12 @@ Matrix matmul(const Matrix& a, const Matrix& b, int m, int k, int n) {
 
 }  // namespace
 
-// The PyTorch demo (opdump_demo, built with the adapter) beside this binary, if there is one.
-std::string torch_demo_path() {
+std::string adapter_program(const std::string& name) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  auto demo = self.parent_path() / "opdump_demo";
-  return std::filesystem::exists(demo, ec) ? demo.string() : "";
+  auto program = self.parent_path() / name;
+  return std::filesystem::exists(program, ec) ? program.string() : "";
 }
 
 void add_demo_command(CLI::App& app, int* exit_code) {
@@ -88,7 +87,7 @@ void add_demo_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-torch", builtin, "Run the plain C++ perceptron even when the PyTorch demo is built");
   cmd->add_flag("--plant-bug", plant_bug, "PyTorch demo: make one batch_norm slightly wrong (for opdump compare)");
   cmd->callback([exit_code] {
-    const std::string demo = builtin ? "" : torch_demo_path();
+    const std::string demo = builtin ? "" : adapter_program("opdump_demo");
     if (!demo.empty()) {
       const std::string its = std::to_string(iterations);
       if (plant_bug)

@@ -3,6 +3,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace opdump::cli {
 
 // Exit codes shared by every subcommand.
@@ -17,5 +19,10 @@ void add_stats_command(CLI::App& app, int* exit_code);
 void add_demo_command(CLI::App& app, int* exit_code);
 void add_compare_command(CLI::App& app, int* exit_code);
 void add_overflow_command(CLI::App& app, int* exit_code);
+void add_replay_command(CLI::App& app, int* exit_code);
+
+// A program of the PyTorch adapter's side built beside this binary (opdump_demo, opdump_replay):
+// its path, or "" when this build has no adapter.
+std::string adapter_program(const std::string& name);
 
 }  // namespace opdump::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   opdump::cli::add_demo_command(app, &exit_code);
   opdump::cli::add_compare_command(app, &exit_code);
   opdump::cli::add_overflow_command(app, &exit_code);
+  opdump::cli::add_replay_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

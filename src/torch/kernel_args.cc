@@ -1,6 +1,8 @@
 #include "kernel_args.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/function_schema.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -17,9 +19,13 @@ json number(double v) {
   return v;
 }
 
-// One argument; tensors become {"tensor": slot} in the order the dump numbers them.
+// A tensor's dtype as ATen names it ("BFloat16"): npy stores bfloat16 as float32, so a replay needs
+// it from here to run the op on the tensors it had.
+std::string dtype_name_of(const at::Tensor& t) { return t.defined() ? c10::toString(t.scalar_type()) : "Undefined"; }
+
+// One argument; tensors become {"tensor": slot, "dtype": ...} in the order the dump numbers them.
 json argument(const c10::IValue& v, uint32_t* slot) {
-  if (v.isTensor()) return {{"tensor", (*slot)++}};
+  if (v.isTensor()) return {{"tensor", (*slot)++}, {"dtype", dtype_name_of(v.toTensor())}};
   if (v.isNone()) return nullptr;
   if (v.isBool()) return v.toBool();
   if (v.isInt()) return v.toInt();
@@ -27,10 +33,12 @@ json argument(const c10::IValue& v, uint32_t* slot) {
   if (v.isString()) return v.toStringRef();
   if (v.isDevice()) return {{"device", v.toDevice().str()}};
   if (v.isTensorList()) {
-    json slots = json::array();
-    const size_t n = v.toTensorVector().size();
-    for (size_t i = 0; i < n; ++i) slots.push_back((*slot)++);
-    return {{"tensors", std::move(slots)}};
+    json slots = json::array(), dtypes = json::array();
+    for (const at::Tensor& t : v.toTensorVector()) {
+      slots.push_back((*slot)++);
+      dtypes.push_back(dtype_name_of(t));
+    }
+    return {{"tensors", std::move(slots)}, {"dtypes", std::move(dtypes)}};
   }
   if (v.isList()) {
     json out = json::array();
@@ -42,6 +50,18 @@ json argument(const c10::IValue& v, uint32_t* slot) {
     return {{"complex", {number(z.real()), number(z.imag())}}};
   }
   return {{"unsupported", v.tagKind()}};
+}
+
+// The dtype CPU autocast ran the op in, or null when it was off: a replay runs it the same way
+// (npy cannot tell a bfloat16 result that autocast made from a float32 one).
+json cpu_autocast() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  if (!at::autocast::is_autocast_enabled(at::kCPU)) return nullptr;
+  return c10::toString(at::autocast::get_autocast_dtype(at::kCPU));
+#else
+  if (!at::autocast::is_cpu_enabled()) return nullptr;
+  return c10::toString(at::autocast::get_autocast_cpu_dtype());
+#endif
 }
 
 }  // namespace
@@ -65,6 +85,7 @@ std::string kernel_args_json(const at::RecordFunction& fn, c10::ArrayRef<const c
     arguments.push_back({{"name", name}, {"kwarg_only", kwarg_only}, {"value", argument(inputs[i], &slot)}});
   }
   out["arguments"] = std::move(arguments);
+  out["autocast_cpu"] = cpu_autocast();
   // Strings from the program (argument values) need not be UTF-8: replaced, never an exception.
   return out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }

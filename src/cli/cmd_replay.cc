@@ -1,0 +1,35 @@
+// opdump replay DUMP -o OUT [--fail-on error|warning] [--rank R] [-q]: runs opdump_replay, the
+// adapter-side program that re-executes dumped ops with ATen (src/replay/).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "commands.h"
+#include "opdump/error.h"
+
+namespace opdump::cli {
+
+void add_replay_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand(
+      "replay", "Re-run every dumped op from its dumped inputs and recorded arguments on the CPU, in float64 as well "
+                "as at its own dtypes, and judge each output by its dtype's precision standard: finds a faulty kernel "
+                "from one run (needs a tensor dump taken with save_kernel_args; see docs/replay.md). "
+                "Options: DUMP -o OUT [--fail-on error|warning] [--rank R] [-q]");
+  cmd->prefix_command();  // everything after `replay` goes to opdump_replay as it is
+  cmd->callback([cmd, exit_code] {
+    const std::string program = adapter_program("opdump_replay");
+    if (program.empty())
+      throw Error("replay needs the PyTorch adapter (opdump_replay beside this binary): this build has none");
+    std::vector<std::string> args = cmd->remaining();
+    std::vector<char*> argv = {const_cast<char*>(program.c_str())};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(program.c_str(), argv.data());
+    *exit_code = kExitFailure;
+    throw Error("cannot run " + program + ": " + std::strerror(errno));
+  });
+}
+
+}  // namespace opdump::cli

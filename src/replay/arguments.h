@@ -1,0 +1,28 @@
+// An op's recorded arguments (save_kernel_args JSON, torch/kernel_args.cc) turned back into the
+// boxed stack its schema takes, with the dumped tensors in their slots.
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace opdump::replay {
+
+// The operator an args file names ("aten::add" and overload "Tensor"); nullopt when this PyTorch
+// has none by that name.
+c10::optional<c10::OperatorHandle> find_operator(const nlohmann::json& spec);
+
+// The stack for `op` from spec["arguments"], tensors taken from `inputs` by slot. nullopt with
+// *why set when an argument cannot be rebuilt (a type the args file does not record, a slot
+// missing from the dump).
+std::optional<std::vector<c10::IValue>> build_stack(const c10::OperatorHandle& op, const nlohmann::json& spec,
+                                                    const std::vector<at::Tensor>& inputs, std::string* why);
+
+// The dtype each tensor slot had when the op ran (spec "dtype"/"dtypes"), by slot; kUndefined
+// where the file does not say (dumps taken before opdump recorded it).
+std::vector<at::ScalarType> recorded_dtypes(const nlohmann::json& spec);
+
+}  // namespace opdump::replay

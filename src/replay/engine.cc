@@ -1,0 +1,327 @@
+#include "engine.h"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <tuple>
+#include <unordered_set>
+
+#include "arguments.h"
+#include "format/dump_files.h"
+#include "layout/layout.h"
+#include "opdump/error.h"
+#include "read/dump_index.h"
+#include "util/file_read.h"
+
+namespace opdump::replay {
+namespace {
+
+using json = nlohmann::json;
+
+// Ops whose result is drawn from the RNG: the replay cannot draw the same numbers.
+bool draws_random(const std::string& op_type) {
+  static const std::unordered_set<std::string> ops = {
+      "dropout", "dropout_", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
+      "_fused_dropout", "bernoulli", "bernoulli_", "rand", "rand_like", "randn", "randn_like", "randint",
+      "randint_like", "randperm", "normal", "normal_", "uniform_", "multinomial", "rrelu", "rrelu_",
+      "rrelu_with_noise", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_", "poisson",
+      "_standard_gamma", "_sample_dirichlet", "binomial"};
+  return ops.count(op_type) > 0;
+}
+
+at::ScalarType aten_dtype(DType d) {
+  switch (d) {
+    case DType::Bool: return at::kBool;
+    case DType::Int8: return at::kChar;
+    case DType::Int16: return at::kShort;
+    case DType::Int32: return at::kInt;
+    case DType::Int64: return at::kLong;
+    case DType::UInt8: return at::kByte;
+    case DType::Float16: return at::kHalf;
+    case DType::BFloat16: return at::kBFloat16;
+    case DType::Float32: return at::kFloat;
+    case DType::Float64: return at::kDouble;
+    case DType::Complex64: return at::kComplexFloat;
+    case DType::Complex128: return at::kComplexDouble;
+    default: throw Error(std::string("dtype ") + std::string(dtype_name(d)) + " has no PyTorch equivalent here");
+  }
+}
+
+at::Tensor load(const DumpEntry& e) {
+  const Tensor t = load_entry(e);
+  const std::vector<int64_t> sizes(t.shape.begin(), t.shape.end());
+  return at::from_blob(const_cast<void*>(t.data), sizes, at::TensorOptions().dtype(aten_dtype(t.dtype))).clone();
+}
+
+at::Tensor high_precision(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
+  return at::isFloatingType(t.scalar_type()) ? t.to(at::kDouble) : t.clone();
+}
+
+// CPU autocast on with `dtype` for a scope (Undefined: off), as the op ran under it.
+class CpuAutocast {
+ public:
+  explicit CpuAutocast(at::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    enabled_ = at::autocast::is_autocast_enabled(at::kCPU);
+    dtype_ = at::autocast::get_autocast_dtype(at::kCPU);
+    at::autocast::set_autocast_enabled(at::kCPU, dtype != at::ScalarType::Undefined);
+    if (dtype != at::ScalarType::Undefined) at::autocast::set_autocast_dtype(at::kCPU, dtype);
+#else
+    enabled_ = at::autocast::is_cpu_enabled();
+    dtype_ = at::autocast::get_autocast_cpu_dtype();
+    at::autocast::set_cpu_enabled(dtype != at::ScalarType::Undefined);
+    if (dtype != at::ScalarType::Undefined) at::autocast::set_autocast_cpu_dtype(dtype);
+#endif
+  }
+  ~CpuAutocast() {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCPU, enabled_);
+    at::autocast::set_autocast_dtype(at::kCPU, dtype_);
+#else
+    at::autocast::set_cpu_enabled(enabled_);
+    at::autocast::set_autocast_cpu_dtype(dtype_);
+#endif
+    at::autocast::clear_cache();
+  }
+  CpuAutocast(const CpuAutocast&) = delete;
+  CpuAutocast& operator=(const CpuAutocast&) = delete;
+
+ private:
+  bool enabled_;
+  at::ScalarType dtype_;
+};
+
+std::vector<at::Tensor> run(const c10::OperatorHandle& op, std::vector<c10::IValue> stack,
+                            at::ScalarType autocast = at::ScalarType::Undefined) {
+  at::NoGradGuard no_grad;
+  CpuAutocast scope(autocast);
+  op.callBoxed(&stack);
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& v : stack) {
+    if (v.isTensor()) out.push_back(v.toTensor());
+    else if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+  }
+  return out;
+}
+
+// The CPU autocast dtype the args file recorded (Undefined: off, or not recorded).
+at::ScalarType autocast_of(const json& spec) {
+  auto it = spec.find("autocast_cpu");
+  if (it == spec.end() || !it->is_string()) return at::ScalarType::Undefined;
+  const std::string& name = it->get_ref<const std::string&>();
+  if (name == "BFloat16") return at::kBFloat16;
+  if (name == "Half") return at::kHalf;
+  if (name == "Float") return at::kFloat;
+  return at::ScalarType::Undefined;
+}
+
+struct Op {
+  uint32_t rank = 0;
+  int64_t iteration = -1;
+  uint64_t order = 0;
+  std::string op_type, op_name, folder, key;
+  std::map<uint32_t, const DumpEntry*> inputs, outputs;
+};
+
+// The save_kernel_args files of a folder, by sanitized op name.
+size_t unreadable_args = 0;  // args files that did not parse (the first three are named)
+std::map<std::string, json> kernel_args_of(const std::string& folder, std::vector<std::string>& warnings) {
+  std::map<std::string, json> out;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = f.path().filename().string();
+    if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
+    if (name.find(".exception.json") != std::string::npos || name == "dump.json" || !f.is_regular_file(ec)) continue;
+    try {
+      json spec = json::parse(read_text_file(f.path().string(), uint64_t(64) << 20));
+      if (spec.is_object() && spec.contains("op_name") && spec["op_name"].is_string() && spec.contains("operator") &&
+          spec.contains("arguments")) {
+        const std::string key = sanitize_name(spec["op_name"].get<std::string>());
+        out[key] = std::move(spec);
+      }
+    } catch (const std::exception& e) {
+      if (++unreadable_args <= 3) warnings.push_back(f.path().string() + ": " + e.what() + " (its op is not replayed)");
+    }
+  }
+  return out;
+}
+
+class Replayer {
+ public:
+  Replayer(ReplayResult& result, const Standard& standard) : result_(result), standard_(standard) {}
+
+  void op(const Op& op, const json* spec) {
+    ++result_.ops;
+    ReplayRow base;
+    base.rank = op.rank;
+    base.iteration = op.iteration;
+    base.order = op.order;
+    base.op_type = op.op_type;
+    base.op_name = op.op_name;
+    std::string why;
+    if (!spec) why = "no arguments recorded (dump with save_kernel_args)";
+    else if (draws_random(op.op_type)) why = "its result is drawn from the random number generator";
+    else if (op.outputs.empty()) why = "no output dumped";
+    if (why.empty()) why = replay(op, *spec, base);
+    if (!why.empty()) skip(base, why);
+  }
+
+ private:
+  void skip(ReplayRow row, const std::string& why) {
+    ++result_.ops_skipped;
+    ++result_.skipped_reasons[why.substr(0, why.find(':'))];
+    row.judgement.result = Result::Skipped;
+    row.judgement.reason = why;
+    result_.rows.push_back(std::move(row));
+  }
+
+  // "" when the op was replayed and its rows added; otherwise why it could not be.
+  std::string replay(const Op& op, const json& spec, const ReplayRow& base) {
+    const auto handle = find_operator(spec);
+    if (!handle) return "operator " + spec.value("operator", std::string("?")) + "." + spec.value("overload", std::string()) +
+                        " is not in this PyTorch";
+    const std::vector<at::ScalarType> dtypes = recorded_dtypes(spec);
+    std::vector<at::Tensor> inputs;
+    for (uint32_t slot = 0; slot < dtypes.size(); ++slot) {
+      auto it = op.inputs.find(slot);
+      if (it == op.inputs.end()) return "input " + std::to_string(slot) + " was not dumped";
+      if (dtypes[slot] == at::ScalarType::Undefined && !it->second->placeholder.empty() &&
+          it->second->placeholder.rfind("undefined tensor", 0) == 0) {
+        inputs.emplace_back();  // an undefined tensor the op was given (an absent optional gradient)
+        continue;
+      }
+      if (!it->second->placeholder.empty()) return "input " + std::to_string(slot) + " holds no data: " + it->second->placeholder;
+      at::Tensor t;
+      try {
+        t = load(*it->second);
+      } catch (const std::exception& e) {
+        return std::string("input ") + std::to_string(slot) + " cannot be read: " + e.what();
+      }
+      // npy stores bfloat16 as float32: the op ran on the dtype the args file recorded.
+      if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
+      inputs.push_back(std::move(t));
+    }
+    std::vector<at::Tensor> as_ran, exact;
+    std::string why;
+    try {
+      std::vector<at::Tensor> copies;
+      for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);  // in-place ops write their inputs
+      auto stack = build_stack(*handle, spec, copies, &why);
+      if (!stack) return why;
+      as_ran = run(*handle, std::move(*stack), autocast_of(spec));
+      std::vector<at::Tensor> wide;
+      for (const auto& t : inputs) wide.push_back(high_precision(t));
+      stack = build_stack(*handle, spec, wide, &why);
+      if (!stack) return why;
+      exact = run(*handle, std::move(*stack));
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      return "cannot run: " + what.substr(0, what.find('\n'));
+    }
+    ++result_.ops_replayed;
+    for (const auto& [slot, entry] : op.outputs) {
+      ReplayRow row = base;
+      row.tensor_index = "output." + std::to_string(slot);
+      // An output the op left undefined (a gradient nobody asks for) and the replay too: nothing to judge.
+      if (entry->placeholder.rfind("undefined tensor", 0) == 0 && slot < as_ran.size() && !as_ran[slot].defined()) continue;
+      if (!entry->placeholder.empty() || slot >= as_ran.size() || slot >= exact.size()) {
+        row.judgement.result = Result::Skipped;
+        row.judgement.reason = !entry->placeholder.empty() ? "holds no data: " + entry->placeholder
+                                                           : "the replay returned fewer outputs than the dump holds";
+        result_.rows.push_back(std::move(row));
+        continue;
+      }
+      at::Tensor dumped;
+      try {
+        dumped = load(*entry);
+      } catch (const std::exception& e) {
+        row.judgement.result = Result::Skipped;
+        row.judgement.reason = std::string("cannot be read: ") + e.what();
+        result_.rows.push_back(std::move(row));
+        continue;
+      }
+      // The dtype it had: what the op gives at the dtypes and under the autocast it ran with. An
+      // args file from before opdump recorded autocast: bfloat16 where the dump holds bfloat16 values.
+      at::ScalarType dtype = as_ran[slot].scalar_type();
+      if (!spec.contains("autocast_cpu") && dtype == at::kFloat && effective_dtype(dumped) == at::kBFloat16)
+        dtype = at::kBFloat16;
+      row.dtype = c10::toString(dtype);
+      const bool floating = at::isFloatingType(dtype) || at::isComplexType(dtype);
+      const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
+      row.judgement = standard_.judge(dumped, reference, dtype);
+      result_.rows.push_back(std::move(row));
+    }
+    return "";
+  }
+
+  ReplayResult& result_;
+  const Standard& standard_;
+};
+
+}  // namespace
+
+const ReplayRow* ReplayResult::first_error() const {
+  for (const auto& r : rows)
+    if (r.judgement.result == Result::Error) return &r;
+  return nullptr;
+}
+
+ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  ReplayResult result;
+  const DumpIndex index = index_dump(dump, options.ranks);
+  result.warnings = index.warnings;
+  using Key = std::tuple<uint32_t, int64_t, std::string, std::string, uint64_t>;
+  std::map<Key, Op> ops;
+  size_t tensors = 0;
+  for (const DumpEntry& e : index.entries) {
+    if (e.source == DumpEntry::Source::Statistics) continue;
+    ++tensors;
+    Op& op = ops[{e.rank(), e.iteration(), folder_of(e.path), e.key_name, e.occurrence}];
+    op.rank = e.rank();
+    op.iteration = e.iteration();
+    op.order = e.order;
+    op.op_type = e.op_type;
+    op.op_name = e.op_name;
+    op.folder = folder_of(e.path);
+    op.key = e.key_name;
+    (e.io == IoKind::Input ? op.inputs : op.outputs)[e.slot] = &e;
+  }
+  if (!tensors)
+    throw Error(dump + ": holds no tensors (statistics only?): replay needs a tensor dump (saved_data \"tensor\" or "
+                "\"full\") taken with save_kernel_args");
+  std::vector<const Op*> order;
+  for (const auto& [key, op] : ops) order.push_back(&op);
+  std::stable_sort(order.begin(), order.end(), [](const Op* a, const Op* b) {
+    return std::tie(a->iteration, a->rank, a->order) < std::tie(b->iteration, b->rank, b->order);
+  });
+  std::map<std::string, std::map<std::string, json>> specs;  // folder -> op -> args
+  Replayer replayer(result, Standard::builtin());
+  size_t done = 0;
+  for (const Op* op : order) {
+    auto folder = specs.find(op->folder);
+    if (folder == specs.end()) folder = specs.emplace(op->folder, kernel_args_of(op->folder, result.warnings)).first;
+    auto spec = folder->second.find(op->key);
+    replayer.op(*op, spec == folder->second.end() ? nullptr : &spec->second);
+    if (!options.quiet && ++done % 200 == 0) std::fprintf(stderr, "replay: %zu of %zu ops\r", done, order.size());
+  }
+  if (!options.quiet && done >= 200) std::fprintf(stderr, "\n");
+  bool any_args = false;
+  for (const auto& [folder, by_op] : specs) any_args |= !by_op.empty();
+  if (!any_args)
+    result.warnings.push_back("no op of " + dump + " has recorded arguments: dump with \"save_kernel_args\": true "
+                              "(e2e_dump_settings, or the opdump object) to replay it");
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace opdump::replay

@@ -1,0 +1,43 @@
+// opdump replay: every dumped op re-run from its dumped inputs and recorded arguments on the
+// CPU, once at the dtypes it ran with and once in float64, and each output judged against the
+// float64 run by the precision standard of its dtype (standard.h; docs/replay.md).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "standard.h"
+
+namespace opdump::replay {
+
+struct ReplayOptions {
+  std::set<uint32_t> ranks;  // empty: every rank
+  bool quiet = false;        // no progress on stderr
+};
+
+// One output of one op (or one op that was skipped as a whole: TensorIndex empty).
+struct ReplayRow {
+  uint32_t rank = 0;
+  int64_t iteration = -1;
+  uint64_t order = 0;  // execution index in the iteration
+  std::string op_type, op_name;
+  std::string tensor_index;  // "output.0"
+  std::string dtype;         // the output's dtype when the op ran
+  Judgement judgement;
+};
+
+struct ReplayResult {
+  std::vector<ReplayRow> rows;  // in execution order
+  uint64_t ops = 0, ops_replayed = 0, ops_skipped = 0;
+  std::map<std::string, uint64_t> skipped_reasons;
+  std::vector<std::string> warnings;
+  double seconds = 0;
+  const ReplayRow* first_error() const;
+};
+
+// Throws opdump::Error for a path that is not a dump, or a dump without tensors.
+ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options);
+
+}  // namespace opdump::replay

@@ -1,0 +1,45 @@
+// opdump_replay DUMP -o OUT [--fail-on error|warning] [--rank R] [-q]: the adapter-side program
+// behind `opdump replay` (it needs ATen; the opdump CLI stays free of it and runs this one).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "engine.h"
+#include "opdump/error.h"
+#include "report.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Re-run every dumped op from its dumped inputs and recorded arguments on the CPU, at the dtypes it ran "
+               "with and in float64, and judge each output by the precision standard of its dtype (docs/replay.md)"};
+  app.name("opdump replay");
+  std::string dump, out, fail_on;
+  std::vector<uint32_t> ranks;
+  bool quiet = false;
+  app.add_option("DUMP", dump, "A tensor dump taken with save_kernel_args")->required();
+  app.add_option("-o,--output", out, "Folder for replay_result.csv and replay_summary.json")->required();
+  app.add_option("--fail-on", fail_on, "Exit 3 when rows at this level exist")->check(CLI::IsMember({"error", "warning"}));
+  app.add_option("--rank", ranks, "Only these ranks");
+  app.add_flag("-q,--quiet", quiet, "No progress and no summary on stdout");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    opdump::replay::ReplayOptions options;
+    options.ranks = {ranks.begin(), ranks.end()};
+    options.quiet = quiet;
+    const auto result = opdump::replay::replay_dump(dump, options);
+    std::filesystem::create_directories(out);
+    opdump::replay::write_replay_csv(result, out + "/replay_result.csv");
+    opdump::replay::write_replay_summary(result, dump, out + "/replay_summary.json");
+    for (const auto& w : result.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
+    if (!quiet) std::fputs(opdump::replay::summary_text(result).c_str(), stdout);
+    bool failing = false;
+    for (const auto& r : result.rows)
+      failing |= (fail_on == "error" && r.judgement.result == opdump::replay::Result::Error) ||
+                 (fail_on == "warning" && (r.judgement.result == opdump::replay::Result::Error ||
+                                           r.judgement.result == opdump::replay::Result::Warning));
+    return failing ? 3 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "opdump: %s\n", e.what());
+    return 1;
+  }
+}

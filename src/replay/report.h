@@ -1,0 +1,14 @@
+// What opdump replay writes: OUT/replay_result.csv (a row per op output), OUT/replay_summary.json,
+// and the summary on stdout naming the first op that fails on its own inputs.
+#pragma once
+#include <string>
+
+#include "engine.h"
+
+namespace opdump::replay {
+
+void write_replay_csv(const ReplayResult& result, const std::string& path);
+void write_replay_summary(const ReplayResult& result, const std::string& dump, const std::string& path);
+std::string summary_text(const ReplayResult& result);
+
+}  // namespace opdump::replay

@@ -1,0 +1,103 @@
+#include "standard.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "opdump/error.h"
+#include "replay_standards.inc"  // kReplayStandardsJson: data/replay_standards.json
+
+namespace opdump::replay {
+
+const char* to_string(Result r) {
+  switch (r) {
+    case Result::Pass: return "pass";
+    case Result::Warning: return "warning";
+    case Result::Error: return "error";
+    case Result::Skipped: return "skipped";
+  }
+  return "?";
+}
+
+const Standard& Standard::builtin() {
+  static const Standard standard(kReplayStandardsJson, "data/replay_standards.json");
+  return standard;
+}
+
+Standard::Standard(const std::string& json_text, const std::string& name) {
+  const auto j = nlohmann::json::parse(json_text, nullptr, false);
+  if (!j.is_object()) throw Error(name + ": not a JSON object");
+  auto number = [&](const nlohmann::json& o, const char* key, const std::string& where) {
+    auto it = o.find(key);
+    if (it == o.end() || !it->is_number() || it->get<double>() <= 0)
+      throw Error(name + ": " + where + key + " must be a positive number");
+    return it->get<double>();
+  };
+  error_factor_ = number(j, "error_factor", "");
+  for (auto [key, dtype] : {std::pair{"float64", at::kDouble}, {"float32", at::kFloat}, {"float16", at::kHalf},
+                            {"bfloat16", at::kBFloat16}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_object()) throw Error(name + ": " + key + " is missing");
+    bounds_[dtype] = Bounds{number(*it, "rel_l2", std::string(key) + "."), number(*it, "max_norm", std::string(key) + ".")};
+  }
+}
+
+const Bounds& Standard::bounds(at::ScalarType dtype) const {
+  auto it = bounds_.find(dtype);
+  return it != bounds_.end() ? it->second : bounds_.at(at::kFloat);
+}
+
+at::ScalarType effective_dtype(const at::Tensor& dumped) {
+  if (dumped.scalar_type() != at::kFloat) return dumped.scalar_type();
+  const at::Tensor bits = dumped.contiguous().view(at::kInt);
+  if (bits.ne(0).sum().item<int64_t>() < 8) return at::kFloat;
+  return bits.bitwise_and(0xFFFF).any().item<bool>() ? at::kFloat : at::kBFloat16;
+}
+
+Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype) const {
+  Judgement j;
+  if (dumped.sizes() != reference.sizes()) {
+    j.result = Result::Error;
+    j.standard = "shape";
+    j.reason = "shape " + fmt::format("{}", fmt::join(dumped.sizes(), "x")) + " dumped, " +
+               fmt::format("{}", fmt::join(reference.sizes(), "x")) + " replayed";
+    return j;
+  }
+  if (!at::isFloatingType(dtype) && !at::isComplexType(dtype)) {
+    j.standard = std::string(c10::toString(dtype)) + ": exact";
+    const int64_t differ = dumped.to(at::kDouble).ne(reference.to(at::kDouble)).sum().item<int64_t>();
+    if (differ) {
+      j.result = Result::Error;
+      j.reason = std::to_string(differ) + " of " + std::to_string(dumped.numel()) + " elements differ";
+    }
+    return j;
+  }
+  const Bounds& b = bounds(dtype);
+  j.standard = fmt::format("{}: rel_l2 <= {:g}, max_norm <= {:g}; error at {:g}x", c10::toString(dtype), b.rel_l2,
+                           b.max_norm, error_factor_);
+  const at::Tensor x = dumped.to(at::kDouble), r = reference.to(at::kDouble);
+  // NaN and Inf must agree in place (and sign); they are left out of the norms.
+  const at::Tensor x_special = x.isnan().logical_or(x.isinf()), r_special = r.isnan().logical_or(r.isinf());
+  const bool same_specials = x_special.equal(r_special) &&
+                             x.isnan().equal(r.isnan()) && x.masked_select(x.isinf()).equal(r.masked_select(r.isinf()));
+  if (!same_specials) {
+    j.result = Result::Error;
+    j.reason = "NaN or Inf at other positions than in the replay";
+    return j;
+  }
+  const at::Tensor finite = x_special.logical_not();
+  const at::Tensor xf = x.masked_select(finite), rf = r.masked_select(finite);
+  if (xf.numel() == 0) return j;
+  const double diff_l2 = (xf - rf).norm().item<double>(), ref_l2 = rf.norm().item<double>();
+  const double diff_max = (xf - rf).abs().max().item<double>(), ref_max = rf.abs().max().item<double>();
+  j.rel_l2 = ref_l2 > 0 ? diff_l2 / ref_l2 : diff_l2 > 0 ? INFINITY : 0;
+  j.max_norm = ref_max > 0 ? diff_max / ref_max : diff_max > 0 ? INFINITY : 0;
+  if (j.rel_l2 > error_factor_ * b.rel_l2 || j.max_norm > error_factor_ * b.max_norm) j.result = Result::Error;
+  else if (j.rel_l2 > b.rel_l2 || j.max_norm > b.max_norm) j.result = Result::Warning;
+  if (j.result != Result::Pass)
+    j.reason = fmt::format("rel_l2 {:.3g}, max_norm {:.3g} against the op replayed in float64", j.rel_l2, j.max_norm);
+  return j;
+}
+
+}  // namespace opdump::replay
