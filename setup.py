@@ -57,7 +57,7 @@ class BuildWithCMake(build_py):
     @staticmethod
     def stage_into_package(stage, package):
         """The installed tree rearranged as the package: module files at the top, the shared libraries
-        under lib/ (by their soname: wheels hold no symlinks), the CLI under bin/. Native files of an
+        under lib/ (by their soname: wheels hold no symlinks), the CLI and the replay program under bin/. Native files of an
         earlier build (another Python's module) are removed first."""
         for name in os.listdir(package):
             if name.startswith("_opdump.") and name.endswith(".so"):
@@ -71,7 +71,8 @@ class BuildWithCMake(build_py):
             if re.fullmatch(r"lib.*\.so\.\d+\.\d+", name):  # the soname the loader asks for
                 shutil.copyfile(os.path.realpath(path), os.path.join(package, "lib", name))
         os.makedirs(os.path.join(package, "bin"), exist_ok=True)
-        shutil.copy2(os.path.join(stage, "bin", "opdump"), os.path.join(package, "bin", "opdump"))
+        for program in ("opdump", "opdump_replay"):  # opdump replay runs opdump_replay from beside it
+            shutil.copy2(os.path.join(stage, "bin", program), os.path.join(package, "bin", program))
 
 
 class BinaryDistribution(Distribution):

@@ -32,7 +32,7 @@ def test_pip_install_into_a_fresh_venv_and_dump(tmp_path):
         "torch.manual_seed(0)\n"
         "cfg = {'common_dump_settings': {'dump_mode': 0, 'path': sys.argv[1], 'net_name': 'net', 'iteration': 'all',"
         " 'saved_data': 'tensor', 'input_output': 0, 'kernels': [], 'support_device': [0]},"
-        " 'e2e_dump_settings': {'enable': True}}\n"
+        " 'e2e_dump_settings': {'enable': True, 'save_kernel_args': True}}\n"
         "net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())\n"
         "with opdump.dump(cfg) as d, opdump.register_model(net, 'net'):\n"
         "  y = net(torch.randn(2, 4))\n"
@@ -51,6 +51,10 @@ def test_pip_install_into_a_fresh_venv_and_dump(tmp_path):
                            cwd=work, capture_output=True, text=True, env=env)
     assert stats.returncode == 0, stats.stderr
     assert "linear" in (work / "s.csv").read_text()
+    # opdump replay runs the replay program the package carries beside the CLI
+    replay = subprocess.run([python, "-m", "opdump", "replay", str(work / "dump"), "-o", str(work / "replay")],
+                            cwd=work, capture_output=True, text=True, env=env)
+    assert replay.returncode == 0 and "replayed 2 of 2 ops" in replay.stdout, replay.stdout + replay.stderr
 
     proc = subprocess.run([python, "-m", "pip", "uninstall", "-y", "opdump"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
