@@ -1,11 +1,13 @@
 #include "engine.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -61,8 +63,9 @@ at::Tensor load(const DumpEntry& e) {
 
 at::Tensor high_precision(const at::Tensor& t) {
   if (!t.defined()) return t;
-  if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
-  return at::isFloatingType(t.scalar_type()) ? t.to(at::kDouble) : t.clone();
+  // Always a copy: in-place ops write their inputs, and each run starts from the dumped values.
+  if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble, /*non_blocking=*/false, /*copy=*/true);
+  return at::isFloatingType(t.scalar_type()) ? t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true) : t.clone();
 }
 
 // CPU autocast on with `dtype` for a scope (Undefined: off), as the op ran under it.
@@ -98,6 +101,20 @@ class CpuAutocast {
   bool enabled_;
   at::ScalarType dtype_;
 };
+
+// A float64 copy of an input moved by up to one rounding of the dtype it had (seeded: the same
+// every run); other inputs as they are.
+at::Tensor rounding_moved(const at::Tensor& wide, at::ScalarType had) {
+  if (!wide.defined() || !at::isFloatingType(wide.scalar_type())) return wide;
+  const double u = had == at::kBFloat16 ? std::ldexp(1.0, -8) : had == at::kHalf ? std::ldexp(1.0, -11)
+                   : had == at::kDouble ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+  static at::Generator generator = [] {
+    auto g = at::detail::createCPUGenerator(20261124);
+    return g;
+  }();
+  const at::Tensor noise = at::rand(wide.sizes(), generator, at::TensorOptions().dtype(at::kDouble));
+  return wide * (1 + u * (2 * noise - 1));
+}
 
 std::vector<at::Tensor> run(const c10::OperatorHandle& op, std::vector<c10::IValue> stack,
                             at::ScalarType autocast = at::ScalarType::Undefined) {
@@ -210,7 +227,7 @@ class Replayer {
       if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
       inputs.push_back(std::move(t));
     }
-    std::vector<at::Tensor> as_ran, exact;
+    std::vector<at::Tensor> as_ran, exact, perturbed;
     std::string why;
     try {
       std::vector<at::Tensor> copies;
@@ -218,11 +235,18 @@ class Replayer {
       auto stack = build_stack(*handle, spec, copies, &why);
       if (!stack) return why;
       as_ran = run(*handle, std::move(*stack), autocast_of(spec));
-      std::vector<at::Tensor> wide;
-      for (const auto& t : inputs) wide.push_back(high_precision(t));
+      std::vector<at::Tensor> wide, moved;
+      // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
+      // moves each output (its conditioning), so that a sum that cancels is not taken for a fault.
+      for (const auto& t : inputs) {
+        wide.push_back(high_precision(t));
+        moved.push_back(rounding_moved(high_precision(t), t.defined() ? t.scalar_type() : at::kFloat));
+      }
       stack = build_stack(*handle, spec, wide, &why);
       if (!stack) return why;
       exact = run(*handle, std::move(*stack));
+      stack = build_stack(*handle, spec, moved, &why);
+      if (stack) perturbed = run(*handle, std::move(*stack));
     } catch (const std::exception& e) {
       std::string what = e.what();
       return "cannot run: " + what.substr(0, what.find('\n'));
@@ -257,7 +281,8 @@ class Replayer {
       row.dtype = c10::toString(dtype);
       const bool floating = at::isFloatingType(dtype) || at::isComplexType(dtype);
       const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
-      row.judgement = standard_.judge(dumped, reference, dtype);
+      row.judgement = standard_.judge(dumped, reference, dtype,
+                                      floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor());
       result_.rows.push_back(std::move(row));
     }
     return "";

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "opdump/error.h"
@@ -55,7 +58,21 @@ at::ScalarType effective_dtype(const at::Tensor& dumped) {
   return bits.bitwise_and(0xFFFF).any().item<bool>() ? at::kFloat : at::kBFloat16;
 }
 
-Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype) const {
+namespace {
+
+// ||x - r|| / ||r|| and max|x - r| / max|r| over finite elements (both finite where r is).
+std::pair<double, double> errors(const at::Tensor& x, const at::Tensor& r) {
+  const at::Tensor d = x - r;
+  const double diff_l2 = d.norm().item<double>(), ref_l2 = r.norm().item<double>();
+  const double diff_max = d.abs().max().item<double>(), ref_max = r.abs().max().item<double>();
+  return {ref_l2 > 0 ? diff_l2 / ref_l2 : diff_l2 > 0 ? INFINITY : 0,
+          ref_max > 0 ? diff_max / ref_max : diff_max > 0 ? INFINITY : 0};
+}
+
+}  // namespace
+
+Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
+                          const at::Tensor& perturbed) const {
   Judgement j;
   if (dumped.sizes() != reference.sizes()) {
     j.result = Result::Error;
@@ -73,9 +90,7 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
     }
     return j;
   }
-  const Bounds& b = bounds(dtype);
-  j.standard = fmt::format("{}: rel_l2 <= {:g}, max_norm <= {:g}; error at {:g}x", c10::toString(dtype), b.rel_l2,
-                           b.max_norm, error_factor_);
+  Bounds b = bounds(dtype);
   const at::Tensor x = dumped.to(at::kDouble), r = reference.to(at::kDouble);
   // NaN and Inf must agree in place (and sign); they are left out of the norms.
   const at::Tensor x_special = x.isnan().logical_or(x.isinf()), r_special = r.isnan().logical_or(r.isinf());
@@ -88,11 +103,33 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
   }
   const at::Tensor finite = x_special.logical_not();
   const at::Tensor xf = x.masked_select(finite), rf = r.masked_select(finite);
+  std::string widened;
+  if (perturbed.defined() && perturbed.sizes() == reference.sizes() && xf.numel()) {
+    const at::Tensor p = perturbed.to(at::kDouble).masked_select(finite);
+    if (p.isfinite().all().item<bool>()) {
+      const auto [cond_l2, cond_max] = errors(p, rf);
+      if (cond_l2 > b.rel_l2 || cond_max > b.max_norm) {
+        // Rounding the inputs alone moves it beyond the standard: at this dtype its value is mostly
+        // rounding noise (a sum that cancels), and no bound can tell a fault from that noise.
+        j.result = Result::Skipped;
+        j.standard = std::string(c10::toString(dtype)) + ": ill-conditioned";
+        j.reason = fmt::format("ill-conditioned: rounding its inputs alone moves it by rel_l2 {:.3g}, max_norm {:.3g}, "
+                               "beyond the {} standard; its value is rounding noise at this dtype, not judged",
+                               cond_l2, cond_max, c10::toString(dtype));
+        return j;
+      }
+      if (kConditioningFactor * cond_l2 > b.rel_l2 || kConditioningFactor * cond_max > b.max_norm) {
+        b.rel_l2 = std::max(b.rel_l2, kConditioningFactor * cond_l2);
+        b.max_norm = std::max(b.max_norm, kConditioningFactor * cond_max);
+        widened = fmt::format(" (widened: rounding the inputs alone moves this output by rel_l2 {:.3g}, max_norm {:.3g})",
+                              cond_l2, cond_max);
+      }
+    }
+  }
+  j.standard = fmt::format("{}: rel_l2 <= {:g}, max_norm <= {:g}; error at {:g}x{}", c10::toString(dtype), b.rel_l2,
+                           b.max_norm, error_factor_, widened);
   if (xf.numel() == 0) return j;
-  const double diff_l2 = (xf - rf).norm().item<double>(), ref_l2 = rf.norm().item<double>();
-  const double diff_max = (xf - rf).abs().max().item<double>(), ref_max = rf.abs().max().item<double>();
-  j.rel_l2 = ref_l2 > 0 ? diff_l2 / ref_l2 : diff_l2 > 0 ? INFINITY : 0;
-  j.max_norm = ref_max > 0 ? diff_max / ref_max : diff_max > 0 ? INFINITY : 0;
+  std::tie(j.rel_l2, j.max_norm) = errors(xf, rf);
   if (j.rel_l2 > error_factor_ * b.rel_l2 || j.max_norm > error_factor_ * b.max_norm) j.result = Result::Error;
   else if (j.rel_l2 > b.rel_l2 || j.max_norm > b.max_norm) j.result = Result::Warning;
   if (j.result != Result::Pass)

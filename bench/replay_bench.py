@@ -1,0 +1,181 @@
+"""Replay benchmark: faulty kernels planted in one training run, found by `opdump replay` from that run
+alone with no other op flagged; fault-free runs (float32, bfloat16 autocast, dropout) clean; and the
+replay's speed against the training step's own time, measured in the same run.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/replay_bench.py [--opdump build/opdump] [--only NAME ...]
+
+Faults are CPU kernels overridden through torch.library inside the training process only (the replay
+process runs PyTorch's own): a sigmoid 0.2% too large; a float32 tanh computed in bfloat16; a conv2d
+whose first output channel is 0.5% too large. Models: an MLP block (linear, layer_norm, gelu, tanh,
+sigmoid, softmax) and a small CNN (conv2d, batch_norm, relu, max_pool2d, linear), each trained two steps,
+iteration 1 dumped (tensors, save_kernel_args, forward and backward). Prints one line per scenario
+and "localized K/N, controls clean C/M"; exit 0 when all are right."""
+import argparse
+import csv
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+PYTHON = "/usr/bin/python3"
+
+TRAIN = r"""
+import json, sys, time, torch
+sys.path.insert(0, sys.argv[2])
+import opdump
+model, fault, flags = sys.argv[3], sys.argv[4], set(sys.argv[5:])
+torch.manual_seed(0)
+lib = torch.library.Library("aten", "IMPL")
+if fault == "sigmoid":
+    lib.impl("sigmoid", lambda x: torch.reciprocal(1 + torch.exp(-x)) * (1 + 2e-3), "CPU")
+elif fault == "tanh_bf16":
+    lib.impl("tanh", lambda x: (1 - 2 / (torch.exp(2 * x.bfloat16()) + 1)).to(x.dtype), "CPU")
+elif fault == "conv_channel":
+    def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+        y = torch.ops.aten.convolution(x, w, b, stride, padding, dilation, False, [0, 0], groups)
+        scale = torch.ones(y.shape[1], 1, 1, dtype=y.dtype); scale[0] = 1.005
+        return y * scale
+    lib.impl("conv2d", conv2d, "CPU")
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.norm, self.fc2, self.fc3 = (torch.nn.Linear(64, 128), torch.nn.LayerNorm(128),
+                                                  torch.nn.Linear(128, 128), torch.nn.Linear(128, 10))
+        self.drop = torch.nn.Dropout(0.1) if "--dropout" in flags else torch.nn.Identity()
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.norm(self.fc1(x).float()))
+        h = self.drop(torch.tanh(self.fc2(h)).float() * torch.sigmoid(h))
+        return torch.log_softmax(self.fc3(h).float(), dim=-1)
+class Cnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
+        self.conv2, self.bn2 = torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32)
+        self.drop = torch.nn.Dropout(0.1) if "--dropout" in flags else torch.nn.Identity()
+        self.fc = torch.nn.Linear(32 * 8 * 8, 10)
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
+        x = torch.nn.functional.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
+        return torch.log_softmax(self.fc(self.drop(x.flatten(1))).float(), dim=-1)
+net = Mlp() if model == "mlp" else Cnn()
+x = torch.randn(32, 64) if model == "mlp" else torch.randn(8, 3, 32, 32)
+y = torch.randint(0, 10, (x.shape[0],))
+opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+opdump.register_model(net, "net"); opdump.hook_optimizer(opt)
+opdump.set_dump(sys.argv[1])
+for _ in range(2):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled="--bf16" in flags):
+        out = net(x)
+    torch.nn.functional.nll_loss(out.float(), y).backward()
+    opt.step()
+opdump.finalize_dump()
+"""
+
+# The resnet18 step of the other benchmarks, timed without a dump and then dumped for the replay.
+RESNET = r"""
+import json, statistics, sys, time, torch, torchvision
+sys.path.insert(0, sys.argv[2])
+import opdump
+torch.manual_seed(0)
+m = torchvision.models.resnet18(num_classes=1000)
+opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+x = torch.randn(4, 3, 64, 64); y = torch.randint(0, 1000, (4,))
+def step():
+    opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
+for _ in range(3): step()
+times = []
+for _ in range(10):
+    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
+opdump.set_dump(sys.argv[1])
+step(); step()
+opdump.finalize_dump()
+print(json.dumps({"step": statistics.median(times)}))
+"""
+
+# name: (model, fault, flags, the ops that must be flagged; empty for a control)
+SCENARIOS = {
+    "mlp_sigmoid": ("mlp", "sigmoid", [], {"sigmoid"}),
+    "mlp_tanh_bf16": ("mlp", "tanh_bf16", [], {"tanh"}),
+    "cnn_conv_channel": ("cnn", "conv_channel", [], {"conv2d"}),
+    "cnn_sigmoid_absent": ("cnn", "sigmoid", [], set()),  # a faulty kernel the model never calls
+    "mlp_fp32": ("mlp", "none", [], set()),
+    "mlp_bf16_autocast": ("mlp", "none", ["--bf16"], set()),
+    "mlp_dropout": ("mlp", "none", ["--dropout"], set()),
+    "cnn_fp32": ("cnn", "none", [], set()),
+    "cnn_dropout": ("cnn", "none", ["--dropout"], set()),
+}
+
+
+def config(path):
+    return {"common_dump_settings": {"dump_mode": 0, "path": str(path), "net_name": "net", "iteration": "1",
+                                     "saved_data": "tensor", "input_output": 0, "kernels": [],
+                                     "support_device": [0]},
+            "e2e_dump_settings": {"enable": True, "save_kernel_args": True}}
+
+
+def replay(opdump, dump, out):
+    t = time.perf_counter()
+    proc = subprocess.run([opdump, "replay", str(dump), "-o", str(out), "-q"], capture_output=True, text=True,
+                          timeout=1800)
+    seconds = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr)
+    rows = list(csv.DictReader(open(out / "replay_result.csv")))
+    return rows, json.load(open(out / "replay_summary.json")), seconds
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--opdump", default=str(HERE.parent / "build" / "opdump"))
+    p.add_argument("--python-path", default=str(HERE.parent / "build" / "python"))
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--no-resnet", action="store_true", help="skip the speed measurement on resnet18")
+    args = p.parse_args()
+    found = faults = clean = controls = 0
+    with tempfile.TemporaryDirectory(prefix="opdump-replay-bench-") as tmp:
+        tmp = pathlib.Path(tmp)
+        for name, (model, fault, flags, expected) in SCENARIOS.items():
+            if args.only and name not in args.only:
+                continue
+            work = tmp / name
+            work.mkdir()
+            (work / "c.json").write_text(json.dumps(config(work / "d")))
+            subprocess.run([PYTHON, "-c", TRAIN, str(work / "c.json"), args.python_path, model, fault, *flags],
+                           check=True, capture_output=True, timeout=1800)
+            rows, summary, seconds = replay(args.opdump, work / "d", work / "out")
+            flagged = sorted({r["OpType"] for r in rows if r["Result"] in ("error", "warning")})
+            ok = set(flagged) == expected
+            skipped = summary["ops"]["skipped"] / max(summary["ops"]["total"], 1)
+            if expected:
+                faults += 1
+                found += ok
+            else:
+                controls += 1
+                clean += ok
+            print(f"  {name:20s} {'right' if ok else 'WRONG'}: flagged {flagged or 'nothing'} (expected "
+                  f"{sorted(expected) or 'nothing'}); {summary['ops']['replayed']}/{summary['ops']['total']} ops "
+                  f"replayed ({skipped:.0%} skipped) in {seconds:.1f} s")
+        if not args.no_resnet and not args.only:
+            work = tmp / "resnet18"
+            work.mkdir()
+            (work / "c.json").write_text(json.dumps(config(work / "d")))
+            proc = subprocess.run([PYTHON, "-c", RESNET, str(work / "c.json"), args.python_path], check=True,
+                                  capture_output=True, text=True, timeout=1800)
+            step = json.loads(proc.stdout.strip().splitlines()[-1])["step"]
+            rows, summary, seconds = replay(args.opdump, work / "d", work / "out")
+            ops = summary["ops"]["replayed"]
+            print(f"  resnet18 step (4x3x64x64, SGD momentum 0.9, api level): {summary['ops']['total']} ops, "
+                  f"{ops} replayed in {seconds:.1f} s ({ops / seconds:.0f} ops/s, file reading included); the step "
+                  f"itself {step * 1e3:.0f} ms: replay = {seconds / step:.0f} steps; "
+                  f"{summary['rows']['error'] + summary['rows']['warning']} outputs flagged")
+    print(f"localized {found}/{faults}, controls clean {clean}/{controls}")
+    return 0 if found == faults and clean == controls else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
