@@ -41,7 +41,8 @@ def test_pip_install_into_a_fresh_venv_and_dump(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.splitlines()[-1])
     assert out["file"].startswith(str(venv)) and out["report"]["ok"] and out["report"]["files_written"] >= 4
-    linear = [f for f in os.listdir(work / "dump" / "rank_0" / "net" / "0" / "0") if f.startswith("linear.")]
+    linear = [f for f in os.listdir(work / "dump" / "rank_0" / "net" / "0" / "0")
+              if f.startswith("linear.") and f.endswith(".npy")]
     assert len(linear) == 4  # input, weight, bias, output of the one Linear
 
     # the CLI: the console script, and python -m opdump, on the dump just written
