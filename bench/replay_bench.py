@@ -5,7 +5,8 @@ replay's speed against the training step's own time, measured in the same run.
     PYTHONPATH=build/python /usr/bin/python3 bench/replay_bench.py [--opdump build/opdump] [--only NAME ...]
 
 Faults are CPU kernels overridden through torch.library inside the training process only (the replay
-process runs PyTorch's own): a sigmoid 0.2% too large; a float32 tanh computed in bfloat16; a conv2d
+process runs PyTorch's own; TRAIN's fault argument takes several, comma-separated; tests/python/test_replay.py
+trains with it too): a sigmoid 0.2% too large; a float32 tanh computed in bfloat16; a conv2d
 whose first output channel is 0.5% too large. Models: an MLP block (linear, layer_norm, gelu, tanh,
 sigmoid, softmax) and a small CNN (conv2d, batch_norm, relu, max_pool2d, linear), each trained two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward). Prints one line per scenario
@@ -26,14 +27,14 @@ TRAIN = r"""
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[2])
 import opdump
-model, fault, flags = sys.argv[3], sys.argv[4], set(sys.argv[5:])
+model, faults, flags = sys.argv[3], sys.argv[4].split(","), set(sys.argv[5:])
 torch.manual_seed(0)
 lib = torch.library.Library("aten", "IMPL")
-if fault == "sigmoid":
+if "sigmoid" in faults:
     lib.impl("sigmoid", lambda x: torch.reciprocal(1 + torch.exp(-x)) * (1 + 2e-3), "CPU")
-elif fault == "tanh_bf16":
+if "tanh_bf16" in faults:
     lib.impl("tanh", lambda x: (1 - 2 / (torch.exp(2 * x.bfloat16()) + 1)).to(x.dtype), "CPU")
-elif fault == "conv_channel":
+if "conv_channel" in faults:
     def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
         y = torch.ops.aten.convolution(x, w, b, stride, padding, dilation, False, [0, 0], groups)
         scale = torch.ones(y.shape[1], 1, 1, dtype=y.dtype); scale[0] = 1.005

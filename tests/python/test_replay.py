@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -15,49 +16,18 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 REPLAY = BUILD / "opdump_replay"
 pytestmark = pytest.mark.skipif(not REPLAY.exists(), reason="built without the PyTorch adapter")
 
-# A small MLP training step; argv: dump config, then flags: --faulty (two CPU kernels overridden
-# through torch.library to be wrong: sigmoid 0.2% too large, tanh computed in bfloat16),
-# --bf16 (forward under bfloat16 autocast), --dropout.
-TRAIN = r"""
-import json, sys, torch
-sys.path.insert(0, sys.argv[2])
-import opdump
-flags = set(sys.argv[3:])
-torch.manual_seed(0)
-if "--faulty" in flags:
-    lib = torch.library.Library("aten", "IMPL")
-    lib.impl("sigmoid", lambda x: torch.reciprocal(1 + torch.exp(-x)) * (1 + 2e-3), "CPU")
-    lib.impl("tanh", lambda x: (1 - 2 / (torch.exp(2 * x.bfloat16()) + 1)).to(x.dtype), "CPU")
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.norm, self.fc2, self.fc3 = (torch.nn.Linear(32, 64), torch.nn.LayerNorm(64),
-                                                  torch.nn.Linear(64, 64), torch.nn.Linear(64, 10))
-        self.drop = torch.nn.Dropout(0.2) if "--dropout" in flags else torch.nn.Identity()
-    def forward(self, x):
-        h = torch.nn.functional.gelu(self.norm(self.fc1(x).float()))  # 1.13: CPU autocast leaves layer_norm mixed
-        h = self.drop(torch.tanh(self.fc2(h)).float() * torch.sigmoid(h))
-        return torch.softmax(self.fc3(h).float(), dim=-1)
-net = Net()
-opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-opdump.register_model(net, "net")
-opdump.hook_optimizer(opt)
-opdump.set_dump(sys.argv[1])
-x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
-for _ in range(2):
-    opt.zero_grad()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled="--bf16" in flags):
-        out = net(x)
-    torch.nn.functional.nll_loss(torch.log(out.float()), y).backward()
-    opt.step()
-print(json.dumps(opdump.finalize_dump()))
-"""
+# The replay benchmark's training step (an MLP block: linear, layer_norm, gelu, tanh, sigmoid,
+# log_softmax), with its planted faults: sigmoid 0.2% too large, a float32 tanh computed in bfloat16.
+sys.path.insert(0, str(ROOT / "bench"))
+from replay_bench import TRAIN  # noqa: E402
 
 
 def dump_and_replay(tmp_path, *flags, save_args=True, saved_data="tensor"):
     cfg = ms_config(tmp_path / "d", iteration="1", saved_data=saved_data, e2e={"save_kernel_args": save_args})
     (tmp_path / "c.json").write_text(json.dumps(cfg))
-    proc = subprocess.run([PYTHON, "-c", TRAIN, str(tmp_path / "c.json"), str(BUILD / "python"), *flags],
+    faults = "sigmoid,tanh_bf16" if "--faulty" in flags else "none"
+    flags = [f for f in flags if f != "--faulty"]
+    proc = subprocess.run([PYTHON, "-c", TRAIN, str(tmp_path / "c.json"), str(BUILD / "python"), "mlp", faults, *flags],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "replay"
@@ -78,7 +48,7 @@ def test_fp32_step_replays_clean(tmp_path):
     assert summary["ops"]["replayed"] == summary["ops"]["total"] > 40, summary
     assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
     assert summary["first_error"] is None and "no op fails on its own inputs" in replay.stdout
-    assert {r["OpType"] for r in rows} >= {"linear", "layer_norm", "gelu", "tanh", "sigmoid", "softmax", "addmm",
+    assert {r["OpType"] for r in rows} >= {"linear", "layer_norm", "gelu", "tanh", "sigmoid", "log_softmax", "addmm",
                                            "native_layer_norm_backward", "gelu_backward"} - {"addmm"}
     judged = [r for r in rows if r["Result"] == "pass"]
     assert all(r["Standard"].startswith(r["DataType"] + ":") for r in judged), judged[:3]
@@ -90,11 +60,11 @@ def test_planted_faulty_kernels_found_and_nothing_else(tmp_path):
     assert replay.returncode == 0, replay.stderr
     rows, summary = results(out)
     flagged = {(r["OpType"], r["OpName"]) for r in rows if r["Result"] in ("error", "warning")}
-    assert flagged == {("tanh", "Default/net-Net/tanh-op0"), ("sigmoid", "Default/net-Net/sigmoid-op0")}, flagged
+    assert flagged == {("tanh", "Default/net-Mlp/tanh-op0"), ("sigmoid", "Default/net-Mlp/sigmoid-op0")}, flagged
     assert all(r["Result"] == "error" for r in rows if (r["OpType"], r["OpName"]) in flagged)
     first = summary["first_error"]
     assert first["op_type"] == "tanh" and "rel_l2" in first["reason"], first  # tanh runs first in forward
-    assert "first op that fails on its own inputs: tanh Default/net-Net/tanh-op0" in replay.stdout
+    assert "first op that fails on its own inputs: tanh Default/net-Mlp/tanh-op0" in replay.stdout
     assert subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out), "-q",
                            "--fail-on", "error"], timeout=600).returncode == 3
 
