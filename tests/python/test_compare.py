@@ -262,6 +262,24 @@ def test_fp32_against_bf16_autocast(workload, run, tmp_path):
     assert first == "first divergence: conv2d Default/net-Small/conv1-Conv2d/conv2d-op0 (forward, rank 0, iteration 0)"
 
 
+def test_arguments_that_differ_are_named_in_the_cause(workload, run, tmp_path):
+    """With save_kernel_args on both sides, the planted bn1 eps is named as the argument that differs."""
+    cfg = lambda p: ms_config(p, e2e={"save_kernel_args": True})
+    good = workload("small", steps=1, config=cfg(tmp_path / "good"))
+    bad = workload("small", steps=1, config=cfg(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    proc = run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
+    lines = proc.stdout.splitlines()
+    line = [l for l in lines if l.startswith("first divergence")][0]
+    assert "batch_norm Default/net-Small/bn1-BatchNorm2d/batch_norm-op0" in line, proc.stdout
+    assert lines[lines.index(line) + 1] == ("  why: output 0 differs; argument eps: 0.01 vs 1e-05 (its recorded "
+                                            "arguments differ); every input produced by a dumped op matches"), proc.stdout
+    first = json.loads((tmp_path / "out" / "compare_summary.json").read_text())["first_divergence"]
+    assert "argument eps: 0.01 vs 1e-05" in first["cause"]
+    # the same runs compared with themselves name no argument
+    same = run("compare", good["report"]["root"], good["report"]["root"], "-o", tmp_path / "same", "-q", check=0)
+    assert "argument " not in same.stdout and "first divergence" not in same.stdout, same.stdout
+
+
 def test_reports_read_by_pandas_and_openpyxl(workload, run, tmp_path):
     pandas = pytest.importorskip("pandas")
     openpyxl = pytest.importorskip("openpyxl")

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "compare/op_arguments.h"
 #include "opdump/error.h"
 
 namespace opdump::detail {
@@ -302,6 +303,12 @@ class OriginFinder {
     if (!changed_between.empty())
       f.cause += "; input " + slot_list(changed_between) +
                  " differs although the op that produced it matches (changed in between by something the dump does not show)";
+    const std::vector<std::string> arguments = argument_differences(op);
+    if (!arguments.empty()) {
+      f.cause += "; argument";
+      for (size_t i = 0; i < arguments.size(); ++i) f.cause += (i ? ", " : " ") + arguments[i];
+      f.cause += " (its recorded arguments differ)";
+    }
     if (differing_external.empty() && changed_between.empty()) {
       if (no_inputs_known) f.cause += "; its inputs were not dumped";
       else if (op.exec) f.cause += "; every input produced by a dumped op matches";
@@ -309,12 +316,20 @@ class OriginFinder {
       if (!unknown_external.empty())
         f.cause += "; " + inputs_text(op, unknown_external) + " came from no dumped op and " +
                    (unknown_external.size() > 1 ? "were" : "was") + " not dumped" + unnamed_note(op, unknown_external);
-      else if (op.exec && !no_inputs_known)
+      else if (op.exec && !no_inputs_known && arguments.empty())
         f.cause += " (so a constant, setting or computation of the op itself differs)";
     }
     f.source = find_source_line(*rows_[op.first_row].target);
     reaches_from(c);
     return true;
+  }
+
+  // The non-tensor arguments the two sides recorded differently for this op (save_kernel_args).
+  std::vector<std::string> argument_differences(const Op& op) const {
+    for (const auto* rows : {&op.input_rows, &op.output_rows})
+      for (const auto& [slot, r] : *rows)
+        if (rows_[r].target && rows_[r].reference) return differing_arguments(*rows_[r].target, *rows_[r].reference);
+    return {};
   }
 
   // Without execution order files (msprobe's dumps), an input whose recorded statistics (dtype,
