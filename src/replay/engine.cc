@@ -149,9 +149,10 @@ struct Op {
   std::map<uint32_t, const DumpEntry*> inputs, outputs;
 };
 
-// The save_kernel_args files of a folder, by sanitized op name.
-size_t unreadable_args = 0;  // args files that did not parse (the first three are named)
-std::map<std::string, json> kernel_args_of(const std::string& folder, std::vector<std::string>& warnings) {
+// The save_kernel_args files of a folder, by sanitized op name. `unreadable` counts the files that
+// did not parse across folders (the first three are named in `warnings`).
+std::map<std::string, json> kernel_args_of(const std::string& folder, std::vector<std::string>& warnings,
+                                           size_t& unreadable) {
   std::map<std::string, json> out;
   std::error_code ec;
   for (const auto& f : std::filesystem::directory_iterator(folder, ec)) {
@@ -166,7 +167,7 @@ std::map<std::string, json> kernel_args_of(const std::string& folder, std::vecto
         out[key] = std::move(spec);
       }
     } catch (const std::exception& e) {
-      if (++unreadable_args <= 3) warnings.push_back(f.path().string() + ": " + e.what() + " (its op is not replayed)");
+      if (++unreadable <= 3) warnings.push_back(f.path().string() + ": " + e.what() + " (its op is not replayed)");
     }
   }
   return out;
@@ -331,15 +332,17 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
   });
   std::map<std::string, std::map<std::string, json>> specs;  // folder -> op -> args
   Replayer replayer(result, Standard::builtin());
-  size_t done = 0;
+  size_t done = 0, unreadable = 0;
   for (const Op* op : order) {
     auto folder = specs.find(op->folder);
-    if (folder == specs.end()) folder = specs.emplace(op->folder, kernel_args_of(op->folder, result.warnings)).first;
+    if (folder == specs.end())
+      folder = specs.emplace(op->folder, kernel_args_of(op->folder, result.warnings, unreadable)).first;
     auto spec = folder->second.find(op->key);
     replayer.op(*op, spec == folder->second.end() ? nullptr : &spec->second);
     if (!options.quiet && ++done % 200 == 0) std::fprintf(stderr, "replay: %zu of %zu ops\r", done, order.size());
   }
   if (!options.quiet && done >= 200) std::fprintf(stderr, "\n");
+  if (unreadable > 3) result.warnings.push_back(std::to_string(unreadable) + " args files did not parse; their ops were skipped");
   bool any_args = false;
   for (const auto& [folder, by_op] : specs) any_args |= !by_op.empty();
   if (!any_args)
