@@ -182,25 +182,26 @@ std::optional<std::vector<c10::IValue>> build_stack(const c10::OperatorHandle& o
   return stack;
 }
 
+at::ScalarType scalar_type_named(const json& name) {
+  if (!name.is_string()) return at::ScalarType::Undefined;
+  static const std::pair<const char*, at::ScalarType> known[] = {
+      {"Float", at::kFloat}, {"Double", at::kDouble}, {"Half", at::kHalf}, {"BFloat16", at::kBFloat16},
+      {"Long", at::kLong},   {"Int", at::kInt},       {"Short", at::kShort}, {"Char", at::kChar},
+      {"Byte", at::kByte},   {"Bool", at::kBool},     {"ComplexFloat", at::kComplexFloat},
+      {"ComplexDouble", at::kComplexDouble}};
+  for (const auto& [n, t] : known)
+    if (name.get_ref<const std::string&>() == n) return t;
+  return at::ScalarType::Undefined;
+}
+
 std::vector<at::ScalarType> recorded_dtypes(const json& spec) {
   std::vector<at::ScalarType> out;
-  auto dtype_of = [](const json& name) {
-    if (!name.is_string()) return at::ScalarType::Undefined;
-    static const std::pair<const char*, at::ScalarType> known[] = {
-        {"Float", at::kFloat}, {"Double", at::kDouble}, {"Half", at::kHalf}, {"BFloat16", at::kBFloat16},
-        {"Long", at::kLong},   {"Int", at::kInt},       {"Short", at::kShort}, {"Char", at::kChar},
-        {"Byte", at::kByte},   {"Bool", at::kBool},     {"ComplexFloat", at::kComplexFloat},
-        {"ComplexDouble", at::kComplexDouble}};
-    for (const auto& [n, t] : known)
-      if (name.get_ref<const std::string&>() == n) return t;
-    return at::ScalarType::Undefined;
-  };
   std::function<void(const json&)> walk = [&](const json& v) {
     if (v.is_object()) {
-      if (v.contains("tensor")) out.push_back(v.contains("dtype") ? dtype_of(v["dtype"]) : at::ScalarType::Undefined);
+      if (v.contains("tensor")) out.push_back(v.contains("dtype") ? scalar_type_named(v["dtype"]) : at::ScalarType::Undefined);
       if (v.contains("tensors"))
         for (size_t i = 0; i < v["tensors"].size(); ++i)
-          out.push_back(v.contains("dtypes") && i < v["dtypes"].size() ? dtype_of(v["dtypes"][i]) : at::ScalarType::Undefined);
+          out.push_back(v.contains("dtypes") && i < v["dtypes"].size() ? scalar_type_named(v["dtypes"][i]) : at::ScalarType::Undefined);
     } else if (v.is_array()) {
       for (const auto& e : v) walk(e);
     }

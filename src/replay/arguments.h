@@ -21,6 +21,9 @@ c10::optional<c10::OperatorHandle> find_operator(const nlohmann::json& spec);
 std::optional<std::vector<c10::IValue>> build_stack(const c10::OperatorHandle& op, const nlohmann::json& spec,
                                                     const std::vector<at::Tensor>& inputs, std::string* why);
 
+// A dtype as the args file names it (c10::toString: "BFloat16"); Undefined for null or unknown names.
+at::ScalarType scalar_type_named(const nlohmann::json& name);
+
 // The dtype each tensor slot had when the op ran (spec "dtype"/"dtypes"), by slot; kUndefined
 // where the file does not say (dumps taken before opdump recorded it).
 std::vector<at::ScalarType> recorded_dtypes(const nlohmann::json& spec);

@@ -133,12 +133,7 @@ std::vector<at::Tensor> run(const c10::OperatorHandle& op, std::vector<c10::IVal
 // The CPU autocast dtype the args file recorded (Undefined: off, or not recorded).
 at::ScalarType autocast_of(const json& spec) {
   auto it = spec.find("autocast_cpu");
-  if (it == spec.end() || !it->is_string()) return at::ScalarType::Undefined;
-  const std::string& name = it->get_ref<const std::string&>();
-  if (name == "BFloat16") return at::kBFloat16;
-  if (name == "Half") return at::kHalf;
-  if (name == "Float") return at::kFloat;
-  return at::ScalarType::Undefined;
+  return it == spec.end() ? at::ScalarType::Undefined : scalar_type_named(*it);
 }
 
 struct Op {
