@@ -63,8 +63,7 @@ class FolderPlaceholders {
       }
       it = folders_.emplace(folder, std::move(p)).first;
     }
-    auto found = it->second.find({sanitize_name(op.op_name), op.task_id, io, slot});
-    return found == it->second.end() ? std::string() : found->second;
+    return placeholder_reason(it->second, op.op_name, op.task_id, io, slot);
   }
 
  private:

@@ -15,6 +15,17 @@ std::string placeholders_csv_row(const OpIdentity& op, IoKind io, uint32_t slot,
          std::to_string(slot) + ',' + csv_escape(reason) + '\n';
 }
 
+PlaceholderKey placeholder_key(const std::string& op_name, uint64_t task_id, IoKind io, uint32_t slot) {
+  return {sanitize_name(op_name), task_id, io, slot};
+}
+
+std::string placeholder_reason(const Placeholders& placeholders, const std::string& op_name, uint64_t task_id, IoKind io,
+                               uint32_t slot) {
+  if (placeholders.empty()) return {};
+  auto it = placeholders.find(placeholder_key(op_name, task_id, io, slot));
+  return it == placeholders.end() ? std::string() : it->second;
+}
+
 Placeholders read_placeholders(const std::string& folder) {
   const std::string path = folder + "/" + kPlaceholdersFile;
   struct stat st;
@@ -40,7 +51,7 @@ Placeholders read_placeholders(const std::string& folder) {
     if (row[c_io] != "input" && row[c_io] != "output")
       throw FormatError(path, "row " + std::to_string(i + 2) + ": IO must be input or output, not \"" + row[c_io] + "\"");
     const IoKind io = row[c_io] == "input" ? IoKind::Input : IoKind::Output;
-    out[{sanitize_name(row[c_name]), task, io, static_cast<uint32_t>(slot)}] = row[c_reason];
+    out[placeholder_key(row[c_name], task, io, static_cast<uint32_t>(slot))] = row[c_reason];
   }
   return out;
 }

@@ -20,6 +20,11 @@ std::string placeholders_csv_row(const OpIdentity& op, IoKind io, uint32_t slot,
 // (sanitized op name, task id, io, slot) -> reason.
 using PlaceholderKey = std::tuple<std::string, uint64_t, IoKind, uint32_t>;
 using Placeholders = std::map<PlaceholderKey, std::string>;
+// The key of a slot (the op name sanitized, as file names hold it).
+PlaceholderKey placeholder_key(const std::string& op_name, uint64_t task_id, IoKind io, uint32_t slot);
+// Why the slot holds no data; "" when it is not listed.
+std::string placeholder_reason(const Placeholders& placeholders, const std::string& op_name, uint64_t task_id, IoKind io,
+                               uint32_t slot);
 // The placeholders listed in `folder` (none when the file is absent). Throws FormatError naming
 // the file when it is there but is not a placeholders.csv.
 Placeholders read_placeholders(const std::string& folder);

@@ -163,9 +163,7 @@ class Indexer {
 
   // Marks an entry the writer listed as a placeholder.
   static void placeholder(DumpEntry& e, const Folder& folder) {
-    if (folder.placeholders.empty()) return;
-    auto it = folder.placeholders.find({sanitize_name(e.op_name), e.order, e.io, e.slot});
-    if (it != folder.placeholders.end()) e.placeholder = it->second;
+    e.placeholder = placeholder_reason(folder.placeholders, e.op_name, e.order, e.io, e.slot);
   }
 
   void unreadable(DumpEntry& e, const std::string& why) {
