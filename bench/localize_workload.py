@@ -2,6 +2,10 @@
 under an opdump dump config, with or without a planted change.
 
     localize_workload.py --scenario NAME --side reference|target --config CFG [--steps N]
+        [--model resnet18|transformer --stack fp32|fp64|bf16|fp16|nomkldnn --fault NAME]
+
+Cross-stack scenarios name the model, the stack the side runs on (its dtypes and kernels) and the
+fault planted in the target (--fault, none for a control).
 
 Run by /usr/bin/python3 (Debian's torch), with PYTHONPATH naming the built opdump package. For
 two-rank scenarios the driver starts one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and
@@ -44,9 +48,15 @@ class Block(nn.Module):
         self.fc2 = nn.Linear(2 * dim, dim)
         self.gelu_approximate = "none"
 
+    @staticmethod
+    def _norm(norm, x):
+        # Under autocast the residual stream is bfloat16; LayerNorm takes it in its own dtype, as
+        # mixed-precision code does (PyTorch 1.13's CPU kernel refuses mixed dtypes).
+        return norm(x if x.dtype == norm.weight.dtype else x.to(norm.weight.dtype))
+
     def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.fc2(F.gelu(self.fc1(self.norm2(x)), approximate=self.gelu_approximate))
+        x = x + self.attn(self._norm(self.norm1, x))
+        return x + self.fc2(F.gelu(self.fc1(self._norm(self.norm2, x)), approximate=self.gelu_approximate))
 
 
 class Transformer(nn.Module):
@@ -135,8 +145,51 @@ def _scaled_grad(t, factor):
     return t
 
 
+# ---- cross-stack pairs ---------------------------------------------------------------------------
+# The stack a side runs on: how its forward computes (dtypes, kernel library). Each returns a
+# function that wraps the forward pass, and converts the model and the batch.
+STACKS = ("fp32", "fp64", "bf16", "fp16", "nomkldnn")
+
+
+def apply_stack(stack, model):
+    """Converts the model for the stack; returns (convert the batch, the context the forward runs in)."""
+    import contextlib
+    if stack == "fp64":
+        model.double()
+        return (lambda x: x.double()), contextlib.nullcontext
+    if stack == "fp16":  # the whole model and its data in float16 (PyTorch 2.x has CPU kernels for it)
+        model.half()
+        return (lambda x: x.half()), contextlib.nullcontext
+    if stack == "bf16":  # the forward under CPU autocast, as bf16 training runs
+        return (lambda x: x), (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
+    if stack == "nomkldnn":  # convolutions from PyTorch's own kernels instead of oneDNN's
+        torch.backends.mkldnn.enabled = False
+    return (lambda x: x), contextlib.nullcontext
+
+
+# Faults planted in the target of a cross-stack pair (the reference never has one).
+def plant(fault, model):
+    if fault == "ln_eps":  # a LayerNorm eps of 0.1 instead of 1e-5 in block 2
+        model.layers[2].norm2.eps = 0.1
+    elif fault == "gelu_tanh":  # the GELU approximation of block 2
+        model.layers[2].gelu_approximate = "tanh"
+    elif fault == "attn_scale":  # the attention scale of block 1 x1.01 (a constant)
+        model.layers[1].attn.scale *= 1.01
+    elif fault == "conv_channel":  # one output channel of layer2[0].conv1 with weights x1.05
+        with torch.no_grad():
+            model.layer2[0].conv1.weight[3].mul_(1.05)
+    elif fault == "bn_eps":  # BatchNorm eps 1e-5 -> 0.1 in layer1[1].bn1
+        model.layer1[1].bn1.eps = 0.1
+    elif fault != "none":
+        raise SystemExit(f"unknown fault {fault}")
+
+
 # Each scenario: the model, and what the target changes (before registration, at each step).
-def build(scenario, target, rank):
+def build(scenario, target, rank, model_name=None):
+    if model_name == "resnet18":
+        return vision("resnet18") + (0.01,)
+    if model_name == "transformer":
+        return Transformer(), (2, 6, 8), 0.01
     if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data",
                     "inputs_only"):
         model, shape = vision("resnet18")
@@ -198,6 +251,9 @@ def main():
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--result")
+    p.add_argument("--model", choices=["resnet18", "transformer"], help="cross-stack pairs: the model")
+    p.add_argument("--stack", choices=STACKS, default="fp32", help="cross-stack pairs: what this side runs on")
+    p.add_argument("--fault", default="none", help="cross-stack pairs: the fault planted (target only)")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -208,7 +264,10 @@ def main():
     if world > 1:
         import torch.distributed as dist
         dist.init_process_group("gloo")
-    model, shape, lr = build(args.scenario, args.side == "target", rank)
+    model, shape, lr = build(args.scenario, args.side == "target", rank, args.model)
+    if args.side == "target":
+        plant(args.fault, model)
+    convert, forward_context = apply_stack(args.stack, model)
     gen = torch.Generator().manual_seed(1)
     classes = 10
     data = [(torch.randn(shape, generator=gen), torch.randint(0, classes, (shape[0],), generator=gen))
@@ -236,7 +295,8 @@ def main():
         if args.scenario == "iteration" and args.side == "target" and step >= 1:
             model.layers[2].gelu_approximate = "tanh"  # the change starts at iteration 1
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        with forward_context():
+            loss = F.cross_entropy(model(convert(x)), y)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())

@@ -5,11 +5,22 @@
 # the chroot (its build goes to build-torch2/). On a host whose own torch is 2.x already, the main
 # test run covered it and this script only says so.
 #
+#   scripts/torch2.sh              build against 2.x and run every test there
+#   scripts/torch2.sh --build      only make the chroot and build (build-torch2/)
+#   scripts/torch2.sh --exec CMD   run CMD (one shell command line) in the chroot, from the checkout
+#                                  (/opdump), after --build; bench/localize.py runs 2.x sides this way
+#
 #   OPDUMP_TORCH2_ROOT  where the chroot lives (default /var/tmp/opdump-trixie; reused when complete)
 #   OPDUMP_DEBIAN_MIRROR  the archive (default http://deb.debian.org/debian)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
+mode="${1:-test}"
+case "$mode" in
+  test | --build) ;;
+  --exec) [ $# -eq 2 ] || { echo "usage: scripts/torch2.sh --exec 'COMMAND'" >&2; exit 2; } ;;
+  *) echo "usage: scripts/torch2.sh [--build | --exec 'COMMAND']" >&2; exit 2 ;;
+esac
 
 host_torch=$(/usr/bin/python3 -c 'import torch; print(torch.__version__.split(".")[0])' 2>/dev/null || echo none)
 if [ "$host_torch" != 1 ] && [ "$host_torch" != none ]; then
@@ -58,13 +69,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "${packages[*]}" ]; then
 fi
 mount_in --bind "$repo" "$root/opdump"
 
-$SUDO chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-  PYTHONDONTWRITEBYTECODE=1 /bin/bash -c '
-  set -euo pipefail
-  cd /opdump
+in_chroot() {  # in_chroot SCRIPT: runs a bash script in the chroot, from the checkout
+  $SUDO chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    PYTHONDONTWRITEBYTECODE=1 /bin/bash -c "set -euo pipefail; cd /opdump; $1"
+}
+if [ "$mode" = --exec ]; then
+  in_chroot "$2"
+  exit
+fi
+in_chroot '
   echo "torch2: $(python3 -c "import sys, torch; print(\"PyTorch\", torch.__version__, \"Python\", sys.version.split()[0])"), $(g++ --version | head -1)"
   cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_PYTHON=/usr/bin/python3 >/dev/null
-  ninja -C build-torch2 -j "$(nproc)" > /tmp/opdump-torch2-build.log || { tail -60 /tmp/opdump-torch2-build.log; exit 1; }
+  ninja -C build-torch2 -j "$(nproc)" > /tmp/opdump-torch2-build.log || { tail -60 /tmp/opdump-torch2-build.log; exit 1; }'
+[ "$mode" = --build ] && exit 0
+in_chroot '
   (cd build-torch2 && ctest --output-on-failure -j "$(nproc)")
-  OPDUMP_BUILD=/opdump/build-torch2 PYTHONPATH=/opdump/build-torch2/python python3 -m pytest -q -p no:cacheprovider tests/python
-'
+  OPDUMP_BUILD=/opdump/build-torch2 PYTHONPATH=/opdump/build-torch2/python python3 -m pytest -q -p no:cacheprovider tests/python'

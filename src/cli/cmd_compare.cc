@@ -8,16 +8,17 @@
 
 #include "commands.h"
 #include "compare/compare.h"
+#include "compare/op_arguments.h"
 #include "read/dump_index.h"
 #include "opdump/error.h"
 #include "layout/layout.h"
 
 namespace opdump::cli {
 
-void add_compare_command(CLI::App& app, int* exit_code) {
+void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
   auto* cmd = app.add_subcommand("compare",
                                  "Compare two dumps operator by operator and name the first operator where they part");
-  static std::string target, reference, out, mapping, thresholds, fail_on;
+  static std::string target, reference, out, mapping, thresholds, fail_on, replay = "auto";
   static bool kl = false, no_align = false, quiet = false, xlsx = false, list_ranks = false;
   static std::vector<uint32_t> ranks;
   static uint32_t rows_per_sheet = 0;
@@ -36,10 +37,15 @@ void add_compare_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--ranks", ranks, "Compare only these ranks (Ascend: devices), e.g. --ranks 0,1")->delimiter(',');
   cmd->add_flag("--list-ranks", list_ranks,
                 "Print the ranks both dumps hold files of, as JSON, and exit (-o is then not needed)");
+  cmd->add_option("--replay", replay,
+                  "Cross-replay ops whose inputs already differ (re-run the reference's op on the target's inputs in "
+                  "float64; needs the PyTorch adapter and both dumps' arguments): auto (when both dumps recorded "
+                  "them), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--fail-on", fail_on,
                   "Exit 3 when a row is an error (error) or a warning or error (warning): a gate for CI jobs")
       ->check(CLI::IsMember({"error", "warning"}));
-  cmd->callback([exit_code, output] {
+  cmd->callback([exit_code, output, extras] {
     if (list_ranks) {  // for launchers that split a compare across processes (python -m opdump compare)
       const std::vector<uint32_t> t = dump_ranks(target), r = dump_ranks(reference);
       std::string list;
@@ -50,7 +56,20 @@ void add_compare_command(CLI::App& app, int* exit_code) {
       return;
     }
     if (output->count() == 0) throw CLI::RequiredError("--output");
+    if (!extras.cross_replay && replay != "off") {
+      // The cross-replay needs ATen: the adapter's program runs this same compare with it.
+      const std::string program = adapter_program("opdump_replay");
+      if (program.empty() && replay == "on")
+        throw Error("--replay on needs the PyTorch adapter (opdump_replay beside this binary): this build has none");
+      if (!program.empty() && (replay == "on" || (detail::dump_has_kernel_args(target) &&
+                                                  detail::dump_has_kernel_args(reference)))) {
+        std::vector<std::string> args(command_line().begin() + 1, command_line().end());
+        *exit_code = kExitFailure;
+        exec_adapter_program(program, std::move(args));
+      }
+    }
     CompareOptions o;
+    if (replay != "off") o.cross_replay = extras.cross_replay;
     o.ranks.insert(ranks.begin(), ranks.end());
     o.metrics.kl_divergence = kl;
     o.align_unmatched = !no_align;
@@ -68,6 +87,7 @@ void add_compare_command(CLI::App& app, int* exit_code) {
     const auto t0 = std::chrono::steady_clock::now();
     CompareResult r = compare_dumps(target, reference, o);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o.cross_replay && extras.note) r.notes.push_back(extras.note());
     make_dirs(out);
     write_compare_csv(r, out + "/compare_result.csv");
     write_compare_summary(r, out + "/compare_summary.json");
@@ -93,7 +113,7 @@ void add_compare_command(CLI::App& app, int* exit_code) {
       for (size_t i = 0; i < f.reaches.size(); ++i)
         std::printf("  %s %s\n", i ? "       " : "reaches", divergent_op_text(f.reaches[i]).c_str());
     } else {
-      std::printf("no divergence found\n");
+      std::printf("no divergence found%s%s\n", r.precision.empty() ? "" : ": ", r.precision.c_str());
     }
     std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", out.c_str(), out.c_str());
     if ((fail_on == "error" && r.errors) || (fail_on == "warning" && (r.errors || r.warnings))) {

@@ -67,14 +67,6 @@ Matrix matmul(const Matrix& a, const Matrix& b, int m, int k, int n) {
 
 }  // namespace
 
-std::string adapter_program(const std::string& name) {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  auto program = self.parent_path() / name;
-  return std::filesystem::exists(program, ec) ? program.string() : "";
-}
-
 void add_demo_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "demo", "Train a small CNN with PyTorch (or, without the adapter, a plain C++ perceptron) with dumping on, "

@@ -1,11 +1,5 @@
 // opdump replay DUMP -o OUT [--fail-on error|warning] [--rank R] [-q]: runs opdump_replay, the
 // adapter-side program that re-executes dumped ops with ATen (src/replay/).
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <vector>
-
 #include "commands.h"
 #include "opdump/error.h"
 
@@ -22,13 +16,8 @@ void add_replay_command(CLI::App& app, int* exit_code) {
     const std::string program = adapter_program("opdump_replay");
     if (program.empty())
       throw Error("replay needs the PyTorch adapter (opdump_replay beside this binary): this build has none");
-    std::vector<std::string> args = cmd->remaining();
-    std::vector<char*> argv = {const_cast<char*>(program.c_str())};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(program.c_str(), argv.data());
     *exit_code = kExitFailure;
-    throw Error("cannot run " + program + ": " + std::strerror(errno));
+    exec_adapter_program(program, cmd->remaining());
   });
 }
 

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "opdump 0.1.0");
   int exit_code = opdump::cli::kExitOk;
+  opdump::cli::remember_command_line(argc, argv);
   opdump::cli::add_config_command(app, &exit_code);
   opdump::cli::add_convert_command(app, &exit_code);
   opdump::cli::add_stats_command(app, &exit_code);

@@ -212,4 +212,9 @@ std::vector<at::ScalarType> recorded_dtypes(const json& spec) {
   return out;
 }
 
+at::ScalarType autocast_of(const json& spec) {
+  auto it = spec.find("autocast_cpu");
+  return it == spec.end() ? at::ScalarType::Undefined : scalar_type_named(*it);
+}
+
 }  // namespace opdump::replay

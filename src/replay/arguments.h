@@ -28,4 +28,7 @@ at::ScalarType scalar_type_named(const nlohmann::json& name);
 // where the file does not say (dumps taken before opdump recorded it).
 std::vector<at::ScalarType> recorded_dtypes(const nlohmann::json& spec);
 
+// The CPU autocast dtype the args file recorded (Undefined: off, or not recorded).
+at::ScalarType autocast_of(const nlohmann::json& spec);
+
 }  // namespace opdump::replay

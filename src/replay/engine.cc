@@ -130,20 +130,6 @@ std::vector<at::Tensor> run(const c10::OperatorHandle& op, std::vector<c10::IVal
   return out;
 }
 
-// The CPU autocast dtype the args file recorded (Undefined: off, or not recorded).
-at::ScalarType autocast_of(const json& spec) {
-  auto it = spec.find("autocast_cpu");
-  return it == spec.end() ? at::ScalarType::Undefined : scalar_type_named(*it);
-}
-
-struct Op {
-  uint32_t rank = 0;
-  int64_t iteration = -1;
-  uint64_t order = 0;
-  std::string op_type, op_name, folder, key;
-  std::map<uint32_t, const DumpEntry*> inputs, outputs;
-};
-
 // The save_kernel_args files of a folder, by sanitized op name. `unreadable` counts the files that
 // did not parse across folders (the first three are named in `warnings`).
 std::map<std::string, json> kernel_args_of(const std::string& folder, std::vector<std::string>& warnings,
@@ -172,7 +158,7 @@ class Replayer {
  public:
   Replayer(ReplayResult& result, const Standard& standard) : result_(result), standard_(standard) {}
 
-  void op(const Op& op, const json* spec) {
+  void op(const ReplayOp& op, const json* spec) {
     ++result_.ops;
     ReplayRow base;
     base.rank = op.rank;
@@ -184,7 +170,10 @@ class Replayer {
     if (!spec) why = "no arguments recorded (dump with save_kernel_args)";
     else if (draws_random(op.op_type)) why = "its result is drawn from the random number generator";
     else if (op.outputs.empty()) why = "no output dumped";
-    if (why.empty()) why = replay(op, *spec, base);
+    if (why.empty()) {
+      why = replay_op(op, *spec, recorded_dtypes(*spec), autocast_of(*spec), standard_, base, result_.rows);
+      if (why.empty()) ++result_.ops_replayed;
+    }
     if (!why.empty()) skip(base, why);
   }
 
@@ -197,98 +186,111 @@ class Replayer {
     result_.rows.push_back(std::move(row));
   }
 
-  // "" when the op was replayed and its rows added; otherwise why it could not be.
-  std::string replay(const Op& op, const json& spec, const ReplayRow& base) {
-    const auto handle = find_operator(spec);
-    if (!handle) return "operator " + spec.value("operator", std::string("?")) + "." + spec.value("overload", std::string()) +
-                        " is not in this PyTorch";
-    const std::vector<at::ScalarType> dtypes = recorded_dtypes(spec);
-    std::vector<at::Tensor> inputs;
-    for (uint32_t slot = 0; slot < dtypes.size(); ++slot) {
-      auto it = op.inputs.find(slot);
-      if (it == op.inputs.end()) return "input " + std::to_string(slot) + " was not dumped";
-      if (dtypes[slot] == at::ScalarType::Undefined && !it->second->placeholder.empty() &&
-          it->second->placeholder.rfind("undefined tensor", 0) == 0) {
-        inputs.emplace_back();  // an undefined tensor the op was given (an absent optional gradient)
-        continue;
-      }
-      if (!it->second->placeholder.empty()) return "input " + std::to_string(slot) + " holds no data: " + it->second->placeholder;
-      at::Tensor t;
-      try {
-        t = load(*it->second);
-      } catch (const std::exception& e) {
-        return std::string("input ") + std::to_string(slot) + " cannot be read: " + e.what();
-      }
-      // npy stores bfloat16 as float32: the op ran on the dtype the args file recorded.
-      if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
-      inputs.push_back(std::move(t));
-    }
-    std::vector<at::Tensor> as_ran, exact, perturbed;
-    std::string why;
-    try {
-      std::vector<at::Tensor> copies;
-      for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);  // in-place ops write their inputs
-      auto stack = build_stack(*handle, spec, copies, &why);
-      if (!stack) return why;
-      as_ran = run(*handle, std::move(*stack), autocast_of(spec));
-      std::vector<at::Tensor> wide, moved;
-      // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
-      // moves each output (its conditioning), so that a sum that cancels is not taken for a fault.
-      for (const auto& t : inputs) {
-        wide.push_back(high_precision(t));
-        moved.push_back(rounding_moved(high_precision(t), t.defined() ? t.scalar_type() : at::kFloat));
-      }
-      stack = build_stack(*handle, spec, wide, &why);
-      if (!stack) return why;
-      exact = run(*handle, std::move(*stack));
-      stack = build_stack(*handle, spec, moved, &why);
-      if (stack) perturbed = run(*handle, std::move(*stack));
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      return "cannot run: " + what.substr(0, what.find('\n'));
-    }
-    ++result_.ops_replayed;
-    for (const auto& [slot, entry] : op.outputs) {
-      ReplayRow row = base;
-      row.tensor_index = "output." + std::to_string(slot);
-      // An output the op left undefined (a gradient nobody asks for) and the replay too: nothing to judge.
-      if (entry->placeholder.rfind("undefined tensor", 0) == 0 && slot < as_ran.size() && !as_ran[slot].defined()) continue;
-      if (!entry->placeholder.empty() || slot >= as_ran.size() || slot >= exact.size()) {
-        row.judgement.result = Result::Skipped;
-        row.judgement.reason = !entry->placeholder.empty() ? "holds no data: " + entry->placeholder
-                                                           : "the replay returned fewer outputs than the dump holds";
-        result_.rows.push_back(std::move(row));
-        continue;
-      }
-      at::Tensor dumped;
-      try {
-        dumped = load(*entry);
-      } catch (const std::exception& e) {
-        row.judgement.result = Result::Skipped;
-        row.judgement.reason = std::string("cannot be read: ") + e.what();
-        result_.rows.push_back(std::move(row));
-        continue;
-      }
-      // The dtype it had: what the op gives at the dtypes and under the autocast it ran with. An
-      // args file from before opdump recorded autocast: bfloat16 where the dump holds bfloat16 values.
-      at::ScalarType dtype = as_ran[slot].scalar_type();
-      if (!spec.contains("autocast_cpu") && dtype == at::kFloat && effective_dtype(dumped) == at::kBFloat16)
-        dtype = at::kBFloat16;
-      row.dtype = c10::toString(dtype);
-      const bool floating = at::isFloatingType(dtype) || at::isComplexType(dtype);
-      const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
-      row.judgement = standard_.judge(dumped, reference, dtype,
-                                      floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor());
-      result_.rows.push_back(std::move(row));
-    }
-    return "";
-  }
-
   ReplayResult& result_;
   const Standard& standard_;
 };
 
 }  // namespace
+
+std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at::ScalarType>& dtypes,
+                    at::ScalarType autocast, const Standard& standard, const ReplayRow& base,
+                    std::vector<ReplayRow>& rows) {
+  const auto handle = find_operator(spec);
+  if (!handle) return "operator " + spec.value("operator", std::string("?")) + "." + spec.value("overload", std::string()) +
+                      " is not in this PyTorch";
+  std::vector<at::Tensor> inputs;
+  for (uint32_t slot = 0; slot < dtypes.size(); ++slot) {
+    auto it = op.inputs.find(slot);
+    if (it == op.inputs.end()) return "input " + std::to_string(slot) + " was not dumped";
+    if (dtypes[slot] == at::ScalarType::Undefined && !it->second->placeholder.empty() &&
+        it->second->placeholder.rfind("undefined tensor", 0) == 0) {
+      inputs.emplace_back();  // an undefined tensor the op was given (an absent optional gradient)
+      continue;
+    }
+    if (!it->second->placeholder.empty()) return "input " + std::to_string(slot) + " holds no data: " + it->second->placeholder;
+    at::Tensor t;
+    try {
+      t = load(*it->second);
+    } catch (const std::exception& e) {
+      return std::string("input ") + std::to_string(slot) + " cannot be read: " + e.what();
+    }
+    // npy stores bfloat16 as float32: the op ran on the dtype the args file recorded.
+    if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
+    inputs.push_back(std::move(t));
+  }
+  std::vector<at::Tensor> as_ran, exact, perturbed;
+  std::string why;
+  try {
+    std::vector<at::Tensor> copies;
+    for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);  // in-place ops write their inputs
+    auto stack = build_stack(*handle, spec, copies, &why);
+    if (!stack) return why;
+    try {
+      as_ran = run(*handle, std::move(*stack), autocast);
+    } catch (const std::exception&) {
+      // This PyTorch has no CPU kernel at these dtypes (float16 in 1.13): float outputs are still
+      // judged against the float64 run, at the dtype the dump holds them in.
+      as_ran.clear();
+    }
+    std::vector<at::Tensor> wide, moved;
+    // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
+    // moves each output (its conditioning), so that a sum that cancels is not taken for a fault.
+    for (const auto& t : inputs) {
+      wide.push_back(high_precision(t));
+      moved.push_back(rounding_moved(high_precision(t), t.defined() ? t.scalar_type() : at::kFloat));
+    }
+    stack = build_stack(*handle, spec, wide, &why);
+    if (!stack) return why;
+    exact = run(*handle, std::move(*stack));
+    stack = build_stack(*handle, spec, moved, &why);
+    if (stack) perturbed = run(*handle, std::move(*stack));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    return "cannot run: " + what.substr(0, what.find('\n'));
+  }
+  for (const auto& [slot, entry] : op.outputs) {
+    ReplayRow row = base;
+    row.tensor_index = "output." + std::to_string(slot);
+    // An output the op left undefined (a gradient nobody asks for) and the replay too: nothing to judge.
+    if (entry->placeholder.rfind("undefined tensor", 0) == 0 && slot < as_ran.size() && !as_ran[slot].defined()) continue;
+    const bool ran = slot < as_ran.size();
+    if (!entry->placeholder.empty() || slot >= exact.size() || (!as_ran.empty() && !ran)) {
+      row.judgement.result = Result::Skipped;
+      row.judgement.reason = !entry->placeholder.empty() ? "holds no data: " + entry->placeholder
+                                                         : "the replay returned fewer outputs than the dump holds";
+      rows.push_back(std::move(row));
+      continue;
+    }
+    at::Tensor dumped;
+    try {
+      dumped = load(*entry);
+    } catch (const std::exception& e) {
+      row.judgement.result = Result::Skipped;
+      row.judgement.reason = std::string("cannot be read: ") + e.what();
+      rows.push_back(std::move(row));
+      continue;
+    }
+    // The dtype it had: what the op gives at the dtypes and under the autocast it ran with. An
+    // args file from before opdump recorded autocast: bfloat16 where the dump holds bfloat16 values.
+    at::ScalarType dtype = ran ? as_ran[slot].scalar_type() : effective_dtype(dumped);
+    if (autocast == at::ScalarType::Undefined && !spec.contains("autocast_cpu") && dtype == at::kFloat && effective_dtype(dumped) == at::kBFloat16)
+      dtype = at::kBFloat16;
+    row.dtype = c10::toString(dtype);
+    const bool floating = at::isFloatingType(dtype) || at::isComplexType(dtype);
+    if (!ran && !floating) {
+      row.judgement.result = Result::Skipped;
+      row.judgement.reason = "no CPU kernel at the dtypes it ran with, and its output is not a float";
+      rows.push_back(std::move(row));
+      continue;
+    }
+    const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
+    row.judgement = standard.judge(dumped, reference, dtype,
+                                    floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor());
+    rows.push_back(std::move(row));
+  }
+  return "";
+}
+
 
 const ReplayRow* ReplayResult::first_error() const {
   for (const auto& r : rows)
@@ -302,12 +304,12 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
   const DumpIndex index = index_dump(dump, options.ranks);
   result.warnings = index.warnings;
   using Key = std::tuple<uint32_t, int64_t, std::string, std::string, uint64_t>;
-  std::map<Key, Op> ops;
+  std::map<Key, ReplayOp> ops;
   size_t tensors = 0;
   for (const DumpEntry& e : index.entries) {
     if (e.source == DumpEntry::Source::Statistics) continue;
     ++tensors;
-    Op& op = ops[{e.rank(), e.iteration(), folder_of(e.path), e.key_name, e.occurrence}];
+    ReplayOp& op = ops[{e.rank(), e.iteration(), folder_of(e.path), e.key_name, e.occurrence}];
     op.rank = e.rank();
     op.iteration = e.iteration();
     op.order = e.order;
@@ -320,15 +322,15 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
   if (!tensors)
     throw Error(dump + ": holds no tensors (statistics only?): replay needs a tensor dump (saved_data \"tensor\" or "
                 "\"full\") taken with save_kernel_args");
-  std::vector<const Op*> order;
+  std::vector<const ReplayOp*> order;
   for (const auto& [key, op] : ops) order.push_back(&op);
-  std::stable_sort(order.begin(), order.end(), [](const Op* a, const Op* b) {
+  std::stable_sort(order.begin(), order.end(), [](const ReplayOp* a, const ReplayOp* b) {
     return std::tie(a->iteration, a->rank, a->order) < std::tie(b->iteration, b->rank, b->order);
   });
   std::map<std::string, std::map<std::string, json>> specs;  // folder -> op -> args
   Replayer replayer(result, Standard::builtin());
   size_t done = 0, unreadable = 0;
-  for (const Op* op : order) {
+  for (const ReplayOp* op : order) {
     auto folder = specs.find(op->folder);
     if (folder == specs.end())
       folder = specs.emplace(op->folder, kernel_args_of(op->folder, result.warnings, unreadable)).first;

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "read/dump_index.h"
 #include "standard.h"
 
 namespace opdump::replay {
@@ -36,6 +39,22 @@ struct ReplayResult {
   double seconds = 0;
   const ReplayRow* first_error() const;
 };
+
+// One dumped op: its tensors by slot.
+struct ReplayOp {
+  uint32_t rank = 0;
+  int64_t iteration = -1;
+  uint64_t order = 0;
+  std::string op_type, op_name, folder, key;
+  std::map<uint32_t, const DumpEntry*> inputs, outputs;
+};
+
+// Re-runs `op` as `spec` (an args file) says, from its dumped inputs at `dtypes` (by slot) and under
+// CPU `autocast` (Undefined: off), and in float64; appends one row per dumped output (from `base`)
+// judged by `standard`. Returns "" when it ran, or why it could not.
+std::string replay_op(const ReplayOp& op, const nlohmann::json& spec, const std::vector<at::ScalarType>& dtypes,
+                      at::ScalarType autocast, const Standard& standard, const ReplayRow& base,
+                      std::vector<ReplayRow>& rows);
 
 // Throws opdump::Error for a path that is not a dump, or a dump without tensors.
 ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options);

@@ -5,11 +5,49 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "commands.h"
+#include "cross_replay.h"
 #include "engine.h"
 #include "opdump/error.h"
 #include "report.h"
 
+namespace {
+
+// `opdump compare` handed over to this program: the same command, with the cross-replay.
+int compare(int argc, char** argv) {
+  namespace cli = opdump::cli;
+  CLI::App app{"opdump compare with cross-replay"};
+  app.name("opdump");
+  app.require_subcommand(1);
+  int exit_code = cli::kExitOk;
+  cli::remember_command_line(argc, argv);
+  opdump::replay::CrossReplayCount count;
+  cli::CompareExtras extras;
+  extras.cross_replay = opdump::replay::make_cross_replay(count);
+  extras.note = [&count] {
+    return "cross-replay: re-ran " + std::to_string(count.ran) +
+           " ops whose inputs already differ, the reference's op on the target's inputs in float64 (" +
+           std::to_string(count.could_not) + " could not be re-run and were judged by their error's growth)";
+  };
+  cli::add_compare_command(app, &exit_code, extras);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return cli::kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "opdump: error: %s\n", e.what());
+    return cli::kExitFailure;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "compare") return compare(argc, argv);
   CLI::App app{"Re-run every dumped op from its dumped inputs and recorded arguments on the CPU, at the dtypes it ran "
                "with and in float64, and judge each output by the precision standard of its dtype (docs/replay.md)"};
   app.name("opdump replay");

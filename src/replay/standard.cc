@@ -8,6 +8,7 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "compare/precision.h"
 #include "opdump/error.h"
 #include "replay_standards.inc"  // kReplayStandardsJson: data/replay_standards.json
 
@@ -53,9 +54,9 @@ const Bounds& Standard::bounds(at::ScalarType dtype) const {
 
 at::ScalarType effective_dtype(const at::Tensor& dumped) {
   if (dumped.scalar_type() != at::kFloat) return dumped.scalar_type();
-  const at::Tensor bits = dumped.contiguous().view(at::kInt);
-  if (bits.ne(0).sum().item<int64_t>() < 8) return at::kFloat;
-  return bits.bitwise_and(0xFFFF).any().item<bool>() ? at::kFloat : at::kBFloat16;
+  const at::Tensor values = dumped.contiguous();
+  const TensorView view{values.data_ptr(), DType::Float32, Shape(values.sizes().begin(), values.sizes().end())};
+  return detail::held_precision(view) == DType::BFloat16 ? at::kBFloat16 : at::kFloat;
 }
 
 namespace {

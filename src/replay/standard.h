@@ -52,8 +52,8 @@ class Standard {
   double error_factor_ = 8;
 };
 
-// The dtype a float32 tensor from a dump really had: bfloat16 when every value is one (the low 16
-// bits of each float are zero; a tensor of fewer than 8 nonzero values is taken as it is).
+// The dtype a float32 tensor from a dump really had: bfloat16 when its values are bfloat16 values
+// (compare's held_precision: the precision.h rule).
 at::ScalarType effective_dtype(const at::Tensor& dumped);
 
 }  // namespace opdump::replay

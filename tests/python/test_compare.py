@@ -170,9 +170,10 @@ def test_planted_bug_is_the_first_divergence(workload, run, tmp_path):
     line = [l for l in lines if l.startswith("first divergence")][0]
     assert line == ("first divergence: batch_norm Default/net-Small/bn1-BatchNorm2d/batch_norm-op0 "
                     "(forward, rank 0, iteration 0)"), proc.stdout
-    # why: bn1's eps is a setting of the op itself; its input (conv1's output) matches
-    assert lines[lines.index(line) + 1] == ("  why: output 0 differs; every input produced by a dumped op matches (so a "
-                                            "constant, setting or computation of the op itself differs)")
+    # why: bn1's eps is a setting of the op itself; its input (conv1's output) matches. Tensor dumps
+    # record the arguments by default, so the setting is named.
+    assert lines[lines.index(line) + 1] == ("  why: output 0 differs; argument eps: 0.01 vs 1e-05 (its recorded "
+                                            "arguments differ); every input produced by a dumped op matches")
     # the Python line that called it, from the dump's graphs/ file
     called = lines[lines.index(line) + 2]
     assert called.strip().startswith("called from ") and "torch_workload.py:" in called
@@ -258,8 +259,29 @@ def test_fp32_against_bf16_autocast(workload, run, tmp_path):
     cosine = float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
     assert float(conv_out["CosineSimilarity"]) == pytest.approx(cosine, abs=1e-9)
     assert cosine < 1.0
-    first = [l for l in proc.stdout.splitlines() if l.startswith("first divergence")][0]
-    assert first == "first divergence: conv2d Default/net-Small/conv1-Conv2d/conv2d-op0 (forward, rank 0, iteration 0)"
+    # Across the two stacks the first divergence is an op that adds error beyond bf16's rounding
+    # (docs/compare.md, "Across stacks"). Whether this CPU's bf16 conv2d does is measured here, from
+    # its own dumped inputs in float64: within bf16's rounding, no divergence is named.
+    import torch
+    conv_in = lambda i: [r for r in matched if r["Target"] == conv_out["Target"] and r["TensorIndex"] == f"input.{i}"][0]
+    def tensor(row):
+        p = [p for p in glob.glob(os.path.join(bf16["report"]["root"], "**", "*.npy"), recursive=True)
+             if os.path.basename(p).startswith("conv2d." + row["Target"].replace("/", "_") + ".")
+             and f".{row['TensorIndex']}." in p][0]
+        return torch.from_numpy(np.load(p)).double()
+    exact = torch.nn.functional.conv2d(tensor(conv_in(0)), tensor(conv_in(1)), tensor(conv_in(2)), padding=1)
+    own = torch.from_numpy(x.reshape(exact.shape))
+    strays = float((own - exact).norm() / exact.norm()) > 2 * 2 ** -7
+    lines = proc.stdout.splitlines()
+    if strays:  # oneDNN 3.7's bf16 conv2d on AVX512-BF16 CPUs: a kernel that strays is named
+        assert "first divergence: conv2d Default/net-Small/conv1-Conv2d/conv2d-op0 (forward" in proc.stdout, proc.stdout
+    else:
+        assert not any(l.startswith("first divergence") for l in lines), proc.stdout
+        assert any(l.startswith("no divergence found: outputs agree to bfloat16 precision") for l in lines), proc.stdout
+        summary = json.loads((tmp_path / "out" / "compare_summary.json").read_text())
+        assert summary["within_precision"] > 0 and summary["precision"].startswith("outputs agree to bfloat16")
+        within = [r for r in rows if "within bfloat16 precision" in r["CompareFailReason"]]
+        assert len(within) == summary["within_precision"] and all(r["Result"] in ("warning", "error") for r in within)
 
 
 def test_arguments_that_differ_are_named_in_the_cause(workload, run, tmp_path):

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <future>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "opdump/error.h"
 #include "format/statistic_csv.h"
 #include "origin.h"
+#include "precision.h"
 #include "read_ahead.h"
 #include "util/file_read.h"
 #include "util/thread_budget.h"
@@ -132,6 +134,8 @@ std::string counts_text(const RecordedStats& s) {
 void compare_statistics(CompareRow& r) {
   const RecordedStats a = stats_of(*r.target), b = stats_of(*r.reference);
   r.statistics_only = true;
+  r.target_precision = r.target->dtype;
+  r.reference_precision = r.reference->dtype;
   if (r.target->shape_known && r.reference->shape_known && r.target->shape != r.reference->shape) {
     r.verdict = Verdict::Error;
     r.reason = "shape mismatch: " + shape_to_string(r.target->shape) + " vs " + shape_to_string(r.reference->shape);
@@ -216,6 +220,8 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
     r.reason = "complex vs real";
     return;
   }
+  r.target_precision = detail::held_precision(x.view());
+  r.reference_precision = detail::held_precision(y.view());
   bool mismatch = false;
   MetricsOptions mo = options.metrics;
   mo.budget = &budget;
@@ -229,6 +235,19 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
   r.compared = true;
   if (x.dtype != y.dtype)
     r.reason = "dtype " + std::string(dtype_name(x.dtype)) + " vs " + std::string(dtype_name(y.dtype)) + " (compared in float64)";
+}
+
+// A failing row whose error is no more than its sides' coarser dtype rounds to.
+void note_precision(CompareRow& r) {
+  if (!r.failed() || !r.compared) return;
+  const double error = detail::row_error(r), floor = detail::precision_floor(r);
+  if (!(error <= floor)) return;
+  r.within_precision = true;
+  char text[160];
+  std::snprintf(text, sizeof text, "within %s precision (relative error %.2g, %g eps: %.2g)",
+                std::string(dtype_name(detail::coarser_dtype(r.target_precision, r.reference_precision))).c_str(), error,
+                detail::kPrecisionFloorEps, floor);
+  r.reason += (r.reason.empty() ? "" : "; ") + std::string(text);
 }
 
 bool is_folder(const std::string& path) {
@@ -320,6 +339,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
         }
       }
       judge(r, options.thresholds);
+      note_precision(r);
       const size_t d = ++done;
       if (options.progress) {
         std::lock_guard<std::mutex> lock(progress_mutex);
@@ -339,6 +359,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     r.index = i;
     if (!r.target || !r.reference) ++result.unmatched;
     if (r.aligned) ++result.aligned;
+    if (r.within_precision) ++result.within_precision;
     switch (r.verdict) {
       case Verdict::Pass: ++result.passed; break;
       case Verdict::Warning: ++result.warnings; break;
@@ -347,7 +368,7 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
     }
   }
 
-  detail::find_first_divergence(result);
+  detail::find_first_divergence(result, options.cross_replay);
 
   // Histograms of |x - y| (one more pass over those tensors only) for the rows a reader looks at
   // first: from the first divergence on, in execution order. The largest errors alone would be

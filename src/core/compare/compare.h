@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -95,6 +96,11 @@ struct CompareRow {
   double stat_rel[kStatCount] = {0, 0, 0, 0};
   Verdict verdict = Verdict::NotCompared;
   std::string reason;  // why not compared, or what failed
+  // The precision each side's values hold (bfloat16 data a dump widened to float32 counts as
+  // bfloat16), and whether a failing row's error is no more than the coarser one's rounding
+  // (docs/compare.md, "Across stacks").
+  DType target_precision = DType::Float32, reference_precision = DType::Float32;
+  bool within_precision = false;
   // For the first failing rows only (the HTML report's histograms): counts of |x - y| per decade,
   // bin 0 = exactly 0, bin k = [1e(k-14), 1e(k-13)) for k = 1..25, bin 26 = larger.
   std::vector<uint64_t> abs_err_histogram;
@@ -134,6 +140,20 @@ struct FirstDivergence {
   std::vector<DivergentOp> reaches;  // the first failing ops it feeds (data flow), in order
 };
 
+// Cross-replay (docs/compare.md, "Across stacks"): the reference side's op, with its recorded
+// arguments, re-run on the target's dumped inputs in high precision, and the target's outputs
+// judged against it: whether the target computed that op right on what it was given, whatever its
+// inputs carry from earlier ops. It needs ATen, so the adapter side provides it (opdump_replay).
+struct CrossCheck {
+  bool strays = false;  // some output of the target strays from the re-run beyond its dtype's standard
+  std::string detail;   // what the re-run found ("output 0: ... (bfloat16 standard ...)")
+};
+// Called with the target op's tensors by slot and one tensor of the reference op (its args file
+// lies beside it); nullopt when the op cannot be re-run (no recorded arguments, an unsupported op).
+using CrossReplay = std::function<std::optional<CrossCheck>(const std::map<uint32_t, const DumpEntry*>& target_inputs,
+                                                            const std::map<uint32_t, const DumpEntry*>& target_outputs,
+                                                            const DumpEntry& reference)>;
+
 struct CompareOptions {
   MetricsOptions metrics;
   Thresholds thresholds;
@@ -146,6 +166,7 @@ struct CompareOptions {
   // whose files are on its node.
   std::set<uint32_t> ranks;
   std::function<void(size_t done, size_t total)> progress;
+  CrossReplay cross_replay;  // empty: the first divergence is judged from the error's growth alone
 };
 
 struct CompareResult {
@@ -153,6 +174,10 @@ struct CompareResult {
   std::vector<CompareRow> rows;  // in target execution order; reference-only rows at the end
   FirstDivergence first_divergence;
   size_t passed = 0, warnings = 0, errors = 0, not_compared = 0, unmatched = 0, aligned = 0;
+  size_t within_precision = 0;  // warning and error rows whose error their dtypes' rounding explains
+  // Without a first divergence while rows differ: the precision the two sides agree to ("outputs
+  // agree to bfloat16 precision: ..."); "" otherwise.
+  std::string precision;
   uint64_t bytes_compared = 0;
   std::vector<std::string> notes;  // how the sides were paired (ranks, iterations), warnings of the readers
 };

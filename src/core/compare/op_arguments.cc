@@ -1,6 +1,9 @@
 #include "compare/op_arguments.h"
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "format/dump_files.h"
 #include "layout/layout.h"
@@ -11,19 +14,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// The args file of an entry's op ({op_type}.{op_name}.json in its folder); null when there is none.
+// The arguments of an entry's op, from its args file; null when there is none.
 json arguments_of(const DumpEntry& e) {
-  if (e.op_type.empty() || e.op_name.empty() || e.source == DumpEntry::Source::Pt) return nullptr;
-  const std::string path = folder_of(e.path) + "/" + sanitize_name(e.op_type) + "." + sanitize_name(e.op_name) + ".json";
-  try {
-    const std::string text = read_text_file_if_present(path, uint64_t(64) << 20);
-    if (text.empty()) return nullptr;
-    json spec = json::parse(text);
-    if (!spec.is_object() || !spec.contains("arguments") || !spec["arguments"].is_array()) return nullptr;
-    return std::move(spec["arguments"]);
-  } catch (const std::exception&) {
-    return nullptr;  // an unreadable args file only loses this detail of the cause
-  }
+  json spec = read_kernel_args(e);
+  if (!spec.contains("arguments") || !spec["arguments"].is_array()) return nullptr;
+  return std::move(spec["arguments"]);
 }
 
 bool holds_tensors(const json& v) { return v.is_object() && (v.contains("tensor") || v.contains("tensors")); }
@@ -36,10 +31,39 @@ std::string shown(const json& v) {
 
 }  // namespace
 
-std::vector<std::string> differing_arguments(const DumpEntry& target, const DumpEntry& reference) {
+json read_kernel_args(const DumpEntry& e) {
+  if (e.op_type.empty() || e.op_name.empty() || e.source == DumpEntry::Source::Pt) return nullptr;
+  const std::string path = folder_of(e.path) + "/" + sanitize_name(e.op_type) + "." + sanitize_name(e.op_name) + ".json";
+  try {
+    const std::string text = read_text_file_if_present(path, uint64_t(64) << 20);
+    if (text.empty()) return nullptr;
+    json spec = json::parse(text);
+    return spec.is_object() ? spec : nullptr;
+  } catch (const std::exception&) {
+    return nullptr;  // an unreadable args file only loses what it would have told
+  }
+}
+
+bool dump_has_kernel_args(const std::string& dump) {
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(dump, std::filesystem::directory_options::skip_permission_denied, ec), end;
+  for (size_t seen = 0; !ec && it != end && seen < 100000; it.increment(ec), ++seen) {
+    const std::string name = it->path().filename().string();
+    if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0 || !it->is_regular_file(ec)) continue;
+    // An args file is {op_type}.{op_name}.json and names its operator near its start.
+    if (name.find('.') == name.size() - 5 || name.find(".exception.") != std::string::npos) continue;
+    std::ifstream in(it->path());
+    char head[512] = {};
+    in.read(head, sizeof head - 1);
+    if (std::string_view(head).find("\"operator\"") != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::optional<std::vector<ArgumentDifference>> differing_arguments(const DumpEntry& target, const DumpEntry& reference) {
   const json t = arguments_of(target), r = arguments_of(reference);
-  std::vector<std::string> out;
-  if (!t.is_array() || !r.is_array()) return out;
+  if (!t.is_array() || !r.is_array()) return std::nullopt;
+  std::vector<ArgumentDifference> out;
   for (const json& a : t) {
     if (!a.is_object() || !a.contains("name") || !a["name"].is_string()) continue;
     const std::string& name = a["name"].get_ref<const std::string&>();
@@ -50,7 +74,11 @@ std::vector<std::string> differing_arguments(const DumpEntry& target, const Dump
     const json& x = a.contains("value") ? a["value"] : json();
     const json& y = other->contains("value") ? (*other)["value"] : json();
     if (holds_tensors(x) || holds_tensors(y)) continue;
-    if (x != y) out.push_back(name + ": " + shown(x) + " vs " + shown(y));
+    if (x == y) continue;
+    // dtype, input_dtype, out_dtype (softmax backward records the forward's input dtype), device, ...
+    const bool placement = name.find("dtype") != std::string::npos || name == "device" || name == "layout" ||
+                           name == "memory_format" || name == "pin_memory";
+    out.push_back({name, name + ": " + shown(x) + " vs " + shown(y), placement});
   }
   return out;
 }

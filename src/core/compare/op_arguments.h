@@ -1,6 +1,8 @@
 // The arguments two dumps recorded for the same op (save_kernel_args files beside the tensors):
 // which non-tensor arguments differ, for the cause of a first divergence ("eps: 0.01 vs 1e-05").
 #pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,8 +10,22 @@
 
 namespace opdump::detail {
 
-// "name: target value vs reference value" for each non-tensor argument whose recorded values differ,
-// in the op's argument order. Empty when either side has no args file (or it cannot be read).
-std::vector<std::string> differing_arguments(const DumpEntry& target, const DumpEntry& reference);
+// The save_kernel_args file of an entry's op ({op_type}.{op_name}.json in its folder), parsed;
+// null when there is none or it cannot be read.
+nlohmann::json read_kernel_args(const DumpEntry& e);
+
+// Whether a dump (a folder) holds an args file of some op: a quick look, not a full scan (it stops
+// at the first one, and after 100,000 entries).
+bool dump_has_kernel_args(const std::string& dump);
+
+struct ArgumentDifference {
+  std::string name;
+  std::string text;        // "eps: 0.1 vs 1e-05"
+  bool placement = false;  // a dtype, device, layout or memory format: what a stack decides, not the model
+};
+
+// Each non-tensor argument whose recorded values differ, in the op's argument order; nullopt when
+// either side has no args file (or it cannot be read).
+std::optional<std::vector<ArgumentDifference>> differing_arguments(const DumpEntry& target, const DumpEntry& reference);
 
 }  // namespace opdump::detail

@@ -4,19 +4,36 @@
 // carries the divergence on). Inputs no dumped op produced (parameters, constants, the data batch)
 // cannot be blamed on anything earlier: when they differ, this op is the origin. An op that only
 // one side ran and that feeds the failing op is the origin itself.
+//
+// Across stacks (precision.h) every op differs a little: a row within its dtypes' rounding does not
+// fail here, and an op whose inputs already differ is the origin only when its output's error grows
+// beyond what their error and its precision explain. Two things name an op whatever its error: a
+// model argument recorded differently on the two sides, and a precision lowered at this op while
+// other ops of its type keep the reference's (a change of the model, not of the stack).
 #include "origin.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "compare/op_arguments.h"
+#include "compare/precision.h"
 #include "opdump/error.h"
 
 namespace opdump::detail {
 namespace {
 
 constexpr size_t kReaches = 5;
+
+// A row that fails beyond its precision (a failing row within it is the stacks' rounding).
+bool differs(const CompareRow& r) { return r.failed() && !r.within_precision; }
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g", v);
+  return text;
+}
 
 std::string slot_list(const std::vector<uint32_t>& slots) {
   std::string s;
@@ -40,6 +57,12 @@ struct Op {
   size_t exec_index = 0;
 
   bool output_failed(const std::vector<CompareRow>& rows) const {
+    for (const auto& [slot, r] : output_rows)
+      if (differs(rows[r])) return true;
+    return false;
+  }
+  // Some output fails its verdict, even within its precision.
+  bool output_warned(const std::vector<CompareRow>& rows) const {
     for (const auto& [slot, r] : output_rows)
       if (rows[r].failed()) return true;
     return false;
@@ -180,7 +203,8 @@ DivergentOp divergent(const Op& op, const std::vector<CompareRow>& rows) {
 
 class OriginFinder {
  public:
-  explicit OriginFinder(CompareResult& result) : result_(result), rows_(result.rows) {
+  OriginFinder(CompareResult& result, const CrossReplay& cross_replay)
+      : result_(result), rows_(result.rows), cross_replay_(cross_replay) {
     target_.index = &result.target;
     reference_.index = &result.reference;
     for (size_t r = 0; r < rows_.size(); ++r) {
@@ -201,7 +225,8 @@ class OriginFinder {
   void run() {
     std::vector<size_t> candidates;
     for (size_t i = 0; i < target_.ops.size(); ++i)
-      if (target_.ops[i].output_failed(rows_) || seen_failing_.count(i) || failing_unexplained_input(i))
+      if (target_.ops[i].output_failed(rows_) || seen_failing_.count(i) || failing_unexplained_input(i) ||
+          (target_.ops[i].output_warned(rows_) && (lowers_precision_alone(i) || !model_arguments(i).empty())))
         candidates.push_back(i);
     std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
       const Op &x = target_.ops[a], &y = target_.ops[b];
@@ -211,7 +236,9 @@ class OriginFinder {
     });
     for (size_t c : candidates)
       if (judge(c)) return;
-    if (!candidates.empty()) {  // every failing op has a failing input: the runs parted earlier
+    // Every failing op has a failing input: the runs parted before the dumped data, unless the
+    // first of them only grew its inputs' small differences (the stacks agree to their precision).
+    if (!candidates.empty() && !grown_.count(candidates.front())) {
       const Op& op = target_.ops[candidates.front()];
       auto& f = result_.first_divergence;
       f.found = true;
@@ -221,69 +248,108 @@ class OriginFinder {
       f.cause = "its inputs already differ: the runs parted before the dumped data";
       f.source = find_source_line(*rows_[op.first_row].target);
       reaches_from(candidates.front());
+      return;
     }
+    describe_precision();
   }
 
  private:
-  // Whether op `c` (its output fails) is the origin; fills the result when it is.
+  // Whether op `c` (a candidate) is the origin; fills the result when it is.
   bool judge(size_t c) {
     const Op& op = target_.ops[c];
     std::vector<uint32_t> differing_external, unknown_external, differing_inputs;
+    bool carried = false;  // an input comes from an earlier op whose output already differs
     if (!op.exec) {  // no data flow: the dumped inputs decide
-      std::vector<uint32_t> external;
       for (const auto& [slot, r] : op.input_rows) {
-        if (!rows_[r].failed()) continue;
-        if (!produced_by_no_earlier_op(op, *rows_[r].target)) return false;
-        external.push_back(slot);
+        if (!differs(rows_[r])) continue;
+        if (produced_by_no_earlier_op(op, *rows_[r].target)) differing_external.push_back(slot);
+        else carried = true;
       }
-      return origin_output(c, external, {}, op.input_rows.empty());
-    }
-    for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
-      const uint64_t id = op.exec->inputs[s];
-      if (!id) continue;
-      auto in = op.input_rows.find(static_cast<uint32_t>(s));
-      const bool in_failed = in != op.input_rows.end() && rows_[in->second].failed();
-      const int64_t p = target_.producer(op, s);
-      if (p >= 0) {
-        const Op& producer = target_.ops[static_cast<size_t>(p)];
-        if (!producer.matched) return origin_one_side(FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p)), c);
-        if (produced_failing(static_cast<size_t>(p), id)) return false;  // carried on from earlier
-        if (in_failed) differing_inputs.push_back(static_cast<uint32_t>(s));
-      } else if (p == -2 && in_failed) {
-        return false;  // produced by an op the dump left out: it cannot be told apart from that op
-      } else if (p == -1) {
-        if (in_failed) differing_external.push_back(static_cast<uint32_t>(s));
-        else if (in == op.input_rows.end()) unknown_external.push_back(static_cast<uint32_t>(s));
-      }
-    }
-    // An input the reference got from an op the target did not run.
-    if (op.partner >= 0) {
-      const Op& twin = reference_.ops[static_cast<size_t>(op.partner)];
-      if (twin.exec)
-        for (size_t s = 0; s < twin.exec->inputs.size(); ++s) {
-          const int64_t p = reference_.producer(twin, s);
-          if (p >= 0 && !reference_.ops[static_cast<size_t>(p)].matched)
-            return origin_one_side(FirstDivergence::Kind::MissingOp, reference_.earliest_unmatched(static_cast<size_t>(p)), c);
+    } else {
+      for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
+        const uint64_t id = op.exec->inputs[s];
+        if (!id) continue;
+        auto in = op.input_rows.find(static_cast<uint32_t>(s));
+        const bool in_failed = in != op.input_rows.end() && differs(rows_[in->second]);
+        const int64_t p = target_.producer(op, s);
+        if (p >= 0) {
+          const Op& producer = target_.ops[static_cast<size_t>(p)];
+          if (!producer.matched) return origin_one_side(FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p)), c);
+          if (produced_failing(static_cast<size_t>(p), id)) carried = true;
+          else if (in_failed) differing_inputs.push_back(static_cast<uint32_t>(s));
+        } else if (p == -2 && in_failed) {
+          carried = true;  // produced by an op the dump left out: it cannot be told apart from that op
+        } else if (p == -1) {
+          // An unnamed tensor no dumped op made (a nested op's result that autograd saved), after
+          // ops whose outputs already differ (a coarser dtype, other kernels), may carry that
+          // difference; so may a buffer an earlier op whose data differs read and updated in place
+          // (batch_norm's running statistics: its schema does not mark them written). Neither is
+          // blamed on its own.
+          if (in_failed && ((input_name(op, s).empty() && after_differences(op)) || read_by_differing_op(op, id)))
+            carried = true;
+          else if (in_failed) differing_external.push_back(static_cast<uint32_t>(s));
+          else if (in == op.input_rows.end()) unknown_external.push_back(static_cast<uint32_t>(s));
         }
+      }
+      // An input the reference got from an op the target did not run.
+      if (op.partner >= 0) {
+        const Op& twin = reference_.ops[static_cast<size_t>(op.partner)];
+        if (twin.exec)
+          for (size_t s = 0; s < twin.exec->inputs.size(); ++s) {
+            const int64_t p = reference_.producer(twin, s);
+            if (p >= 0 && !reference_.ops[static_cast<size_t>(p)].matched)
+              return origin_one_side(FirstDivergence::Kind::MissingOp, reference_.earliest_unmatched(static_cast<size_t>(p)), c);
+          }
+      }
     }
-    if (!differing_inputs.empty()) {
-      // An input differs although the op that produced it matches: something between them that
-      // the dump does not show changed it.
-      return origin_output(c, differing_external, unknown_external, false, differing_inputs);
+    const bool no_inputs_known = !op.exec && op.input_rows.empty();
+    // What the op itself shows, whatever its inputs carry: a model argument changed, or a
+    // precision lowered here alone.
+    if (op.output_warned(rows_) && (!model_arguments(c).empty() || lowers_precision_alone(c)))
+      return origin_output(c, differing_external, unknown_external, no_inputs_known, differing_inputs);
+    const double in_error = input_error(op);
+    // A parameter, constant or data batch that differs, or an input changed between the op that
+    // made it and this one: the divergence enters here.
+    if (!differing_external.empty() || !differing_inputs.empty())
+      return origin_output(c, differing_external, unknown_external, no_inputs_known, differing_inputs);
+    // Inputs that already differ: a re-run of the reference's op on the target's inputs says
+    // whether this op adds error, where it can be done; the error's growth where it cannot.
+    if (carried || in_error > 0)
+      if (const std::optional<CrossCheck>& check = cross_check(c)) {
+        if (!check->strays) {
+          grown_.insert(c);
+          return false;
+        }
+        return origin_output(c, {}, {}, false, {}, in_error, check->detail);
+      }
+    if (carried) {
+      if (!adds_error(c, in_error)) {  // it carries the divergence on
+        grown_.insert(c);
+        return false;
+      }
+      return origin_output(c, {}, {}, false, {}, in_error);
     }
-    return origin_output(c, differing_external, unknown_external, false);
+    if (!op.output_failed(rows_) && !seen_failing_.count(c)) return false;  // within its precision
+    // Its inputs agree, or differ within their precision: the op is the origin when its own error
+    // is more than theirs grows into.
+    if (in_error > 0 && !adds_error(c, in_error)) {
+      grown_.insert(c);
+      return false;
+    }
+    return origin_output(c, {}, unknown_external, no_inputs_known, {}, in_error > 0 ? in_error : -1);
   }
 
   bool origin_output(size_t c, const std::vector<uint32_t>& differing_external,
                      const std::vector<uint32_t>& unknown_external, bool no_inputs_known,
-                     const std::vector<uint32_t>& changed_between = {}) {
+                     const std::vector<uint32_t>& changed_between = {}, double grown_from = -1,
+                     const std::string& replayed = "") {
     const Op& op = target_.ops[c];
     auto& f = result_.first_divergence;
     f.found = true;
     f.kind = FirstDivergence::Kind::Output;
     f.op = divergent_op(c);
     f.data_flow = op.exec != nullptr;
-    f.inputs_agree = differing_external.empty() && changed_between.empty();
+    f.inputs_agree = differing_external.empty() && changed_between.empty() && grown_from < 0;
     std::vector<uint32_t> failed;
     for (const auto& [slot, r] : op.output_rows)
       if (rows_[r].failed()) failed.push_back(slot);
@@ -296,6 +362,13 @@ class OriginFinder {
     } else {
       f.cause = "its outputs were not dumped";
     }
+    if (grown_from >= 0 && !replayed.empty())
+      f.cause += "; its inputs already differ (relative error " + number(grown_from) +
+                 "), but re-run in float64 on them with the reference's arguments, its output strays: " + replayed;
+    else if (grown_from >= 0)
+      f.cause += "; its inputs already differ, but its error grows from " + number(grown_from) + " at its inputs to " +
+                 number(output_error(op)) + ", more than they and " + std::string(dtype_name(output_precision(op))) +
+                 " rounding explain (" + number(kErrorGrowth) + "x their error + " + number(kPrecisionFloorEps) + " eps)";
     if (!differing_external.empty())
       f.cause += "; " + inputs_text(op, differing_external) + (differing_external.size() > 1 ? " differ" : " differs") +
                  ": no dumped op produced " + (differing_external.size() > 1 ? "them" : "it") +
@@ -303,20 +376,25 @@ class OriginFinder {
     if (!changed_between.empty())
       f.cause += "; input " + slot_list(changed_between) +
                  " differs although the op that produced it matches (changed in between by something the dump does not show)";
-    const std::vector<std::string> arguments = argument_differences(op);
-    if (!arguments.empty()) {
+    const std::string precision = lowers_precision_alone(c) ? precision_change_text(op) : "";
+    if (!precision.empty()) f.cause += "; " + precision;
+    const std::optional<std::vector<ArgumentDifference>> arguments = argument_differences(op);
+    if (arguments && !arguments->empty()) {
       f.cause += "; argument";
-      for (size_t i = 0; i < arguments.size(); ++i) f.cause += (i ? ", " : " ") + arguments[i];
+      for (size_t i = 0; i < arguments->size(); ++i) f.cause += (i ? ", " : " ") + (*arguments)[i].text;
       f.cause += " (its recorded arguments differ)";
     }
-    if (differing_external.empty() && changed_between.empty()) {
+    const bool arguments_differ = arguments && !arguments->empty();
+    if (differing_external.empty() && changed_between.empty() && grown_from < 0 && precision.empty()) {
       if (no_inputs_known) f.cause += "; its inputs were not dumped";
       else if (op.exec) f.cause += "; every input produced by a dumped op matches";
       else f.cause += "; its dumped inputs match";
       if (!unknown_external.empty())
         f.cause += "; " + inputs_text(op, unknown_external) + " came from no dumped op and " +
                    (unknown_external.size() > 1 ? "were" : "was") + " not dumped" + unnamed_note(op, unknown_external);
-      else if (op.exec && !no_inputs_known && arguments.empty())
+      else if (!no_inputs_known && !arguments_differ && inputs_identical(op) && arguments)
+        f.cause += " bit for bit, and so do its recorded arguments: a kernel difference (the two sides compute this op differently)";
+      else if (op.exec && !no_inputs_known && !arguments_differ)
         f.cause += " (so a constant, setting or computation of the op itself differs)";
     }
     f.source = find_source_line(*rows_[op.first_row].target);
@@ -324,12 +402,216 @@ class OriginFinder {
     return true;
   }
 
+  // ---- precision (precision.h) -----------------------------------------------------------------
+
+  // The cross-replay of op `c` (nullopt: none was possible), once per op.
+  const std::optional<CrossCheck>& cross_check(size_t c) {
+    auto cached = cross_checks_.find(c);
+    if (cached != cross_checks_.end()) return cached->second;
+    std::optional<CrossCheck>& check = cross_checks_[c];
+    const Op& op = target_.ops[c];
+    const DumpEntry* reference = nullptr;
+    std::map<uint32_t, const DumpEntry*> inputs, outputs;
+    for (const auto& [slot, r] : op.input_rows) {
+      inputs[slot] = rows_[r].target;
+      if (!reference) reference = rows_[r].reference;
+    }
+    for (const auto& [slot, r] : op.output_rows) {
+      outputs[slot] = rows_[r].target;
+      if (!reference) reference = rows_[r].reference;
+    }
+    if (cross_replay_ && reference && !outputs.empty()) check = cross_replay_(inputs, outputs, *reference);
+    return check;
+  }
+
+  // The largest relative error of the rows that failed among an op's outputs.
+  double output_error(const Op& op) const {
+    double e = 0;
+    for (const auto& [slot, r] : op.output_rows)
+      if (rows_[r].compared) e = std::max(e, row_error(rows_[r]));
+    return e;
+  }
+
+  // The rows of an op's inputs: their own rows, or the rows of the outputs that produced them.
+  std::vector<size_t> input_rows_of(const Op& op) const {
+    std::vector<size_t> out;
+    for (const auto& [slot, r] : op.input_rows) out.push_back(r);
+    if (op.exec)
+      for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
+        if (op.input_rows.count(static_cast<uint32_t>(s)) || !op.exec->inputs[s]) continue;
+        const int64_t p = target_.producer(op, s);
+        if (p < 0) continue;
+        const int64_t row = target_.output_row(target_.ops[static_cast<size_t>(p)], op.exec->inputs[s]);
+        if (row >= 0) out.push_back(static_cast<size_t>(row));
+      }
+    return out;
+  }
+
+  // The largest relative error among an op's inputs (0 when none was compared).
+  double input_error(const Op& op) const {
+    double e = 0;
+    for (size_t r : input_rows_of(op))
+      if (rows_[r].compared) e = std::max(e, row_error(rows_[r]));
+    return e;
+  }
+
+  // Whether every input of the op was compared and is the same bit for bit on both sides.
+  bool inputs_identical(const Op& op) const {
+    const std::vector<size_t> rows = input_rows_of(op);
+    if (rows.empty()) return false;
+    for (size_t r : rows) {
+      const CompareRow& row = rows_[r];
+      if (!row.compared || row.verdict != Verdict::Pass || row.statistics_only || row.metrics.max_abs_err != 0) return false;
+    }
+    return true;
+  }
+
+  // The coarsest dtype an op's outputs hold, on either side: the precision it computes in.
+  DType output_precision(const Op& op) const {
+    DType p = DType::Float64;
+    for (const auto& [slot, r] : op.output_rows)
+      p = coarser_dtype(p, coarser_dtype(rows_[r].target_precision, rows_[r].reference_precision));
+    return p;
+  }
+
+  // Whether the op's output error exceeds what its inputs' error grows into (kErrorGrowth times)
+  // plus the rounding of the precision it computes in.
+  bool adds_error(size_t c, double in_error) const {
+    const Op& op = target_.ops[c];
+    const double floor = kPrecisionFloorEps * dtype_epsilon(output_precision(op));
+    return output_error(op) > kErrorGrowth * in_error + floor;
+  }
+
+  // The target holds a row in a coarser dtype than the reference.
+  bool coarse(size_t r) const {
+    const CompareRow& row = rows_[r];
+    return row.target && row.reference && dtype_epsilon(row.target_precision) > dtype_epsilon(row.reference_precision);
+  }
+
+  // Whether the target lowers the precision at this op (its output is coarser than the reference's
+  // while no input brought that precision from an earlier op: its inputs are the reference's, or were
+  // cast just before it) and other ops of its type compute at the reference's precision: a change of
+  // this op, where a stack that lowers every op of a type (autocast, a float16 model) is not.
+  bool lowers_precision_alone(size_t c) {
+    auto cached = lowers_alone_.find(c);
+    if (cached != lowers_alone_.end()) return cached->second;
+    const Op& op = target_.ops[c];
+    bool lowers = false;
+    for (const auto& [slot, r] : op.output_rows) lowers |= coarse(r);
+    if (lowers && op.exec)
+      for (size_t s = 0; s < op.exec->inputs.size() && lowers; ++s) {
+        const int64_t p = op.exec->inputs[s] ? target_.producer(op, s) : -1;
+        if (p < 0) continue;
+        const int64_t row = target_.output_row(target_.ops[static_cast<size_t>(p)], op.exec->inputs[s]);
+        if (row >= 0 && coarse(static_cast<size_t>(row))) lowers = false;  // the precision came with this input
+      }
+    else if (lowers)
+      for (const auto& [slot, r] : op.input_rows) lowers &= !coarse(r);
+    const bool alone = lowers && full_precision_types().count({op.op_type, op.key.rfind("Gradients", 0) == 0});
+    lowers_alone_[c] = alone;
+    return alone;
+  }
+
+  // Op types (forward or backward) of which some matched op holds every row at the reference's precision.
+  const std::set<std::pair<std::string, bool>>& full_precision_types() {
+    if (!full_types_ready_) {
+      full_types_ready_ = true;
+      for (const Op& op : target_.ops) {
+        if (!op.matched) continue;
+        bool full = false, any_float = false;
+        for (const auto* rows : {&op.input_rows, &op.output_rows})
+          for (const auto& [slot, r] : *rows) {
+            if (!rows_[r].compared) continue;
+            full = true;
+            any_float |= dtype_epsilon(rows_[r].target_precision) > 0;
+          }
+        for (const auto* rows : {&op.input_rows, &op.output_rows})
+          for (const auto& [slot, r] : *rows) full &= !coarse(r);
+        if (full && any_float) full_types_.insert({op.op_type, op.key.rfind("Gradients", 0) == 0});
+      }
+    }
+    return full_types_;
+  }
+
+  std::string precision_change_text(const Op& op) const {
+    DType t = DType::Float64, r = DType::Float64;
+    for (const auto& [slot, row] : op.output_rows)
+      if (coarse(row)) {
+        t = rows_[row].target_precision;
+        r = rows_[row].reference_precision;
+        break;
+      }
+    return "it computes in " + std::string(dtype_name(t)) + " here (the reference: " + std::string(dtype_name(r)) +
+           ") while other " + op.op_type + " ops of this run compute in " + std::string(dtype_name(r)) +
+           ": a precision change at this op";
+  }
+
+  // The arguments that differ and that the model decides (not a dtype or device: those a stack decides).
+  const std::vector<std::string>& model_arguments(size_t c) {
+    auto cached = model_arguments_.find(c);
+    if (cached != model_arguments_.end()) return cached->second;
+    std::vector<std::string> names;
+    if (auto differences = argument_differences(target_.ops[c]))
+      for (const auto& d : *differences)
+        if (!d.placement) names.push_back(d.name);
+    return model_arguments_[c] = std::move(names);
+  }
+
+  // Whether an earlier op of the same rank and iteration read tensor `id` while its own rows failed.
+  bool read_by_differing_op(const Op& op, uint64_t id) const {
+    if (!op.exec) return false;
+    const auto& order = target_.index->order.at(op.rank).ops;
+    const auto& dump = target_.dumped.at(op.rank);
+    for (size_t i = op.exec_index; i-- > 0;) {
+      if (order[i].iteration != op.iteration) break;
+      if (std::find(order[i].inputs.begin(), order[i].inputs.end(), id) == order[i].inputs.end() || dump[i] < 0) continue;
+      const Op& reader = target_.ops[static_cast<size_t>(dump[i])];
+      for (const auto* rows : {&reader.input_rows, &reader.output_rows})
+        for (const auto& [slot, r] : *rows)
+          if (rows_[r].failed()) return true;
+    }
+    return false;
+  }
+
+  // Whether an earlier op of the op's rank and iteration has an output that differs at all.
+  bool after_differences(const Op& op) {
+    if (!differences_ready_) {
+      differences_ready_ = true;
+      for (const Op& o : target_.ops)
+        for (const auto& [slot, r] : o.output_rows)
+          if (rows_[r].compared && row_error(rows_[r]) > 0) {
+            auto [it, fresh] = first_difference_.emplace(std::make_pair(o.rank, o.iteration), o.order);
+            if (!fresh) it->second = std::min(it->second, o.order);
+          }
+    }
+    auto it = first_difference_.find({op.rank, op.iteration});
+    return it != first_difference_.end() && it->second < op.order;
+  }
+
+  // Without a divergence: what precision the two sides agree to.
+  void describe_precision() {
+    size_t failing = 0;
+    DType coarsest = DType::Float64;
+    double largest = 0;
+    for (const CompareRow& r : rows_) {
+      if (!r.failed() || !r.compared) continue;
+      ++failing;
+      coarsest = coarser_dtype(coarsest, coarser_dtype(r.target_precision, r.reference_precision));
+      largest = std::max(largest, row_error(r));
+    }
+    if (failing == 0 || (result_.within_precision == 0 && grown_.empty())) return;
+    result_.precision = "outputs agree to " + std::string(dtype_name(coarsest)) + " precision: no op adds error beyond what " +
+                        "its dtypes' rounding and its inputs' error explain (" + std::to_string(failing) +
+                        " rows differ, " + std::to_string(result_.within_precision) +
+                        " of them within their rounding; largest relative error " + number(largest) + ")";
+  }
+
   // The non-tensor arguments the two sides recorded differently for this op (save_kernel_args).
-  std::vector<std::string> argument_differences(const Op& op) const {
+  std::optional<std::vector<ArgumentDifference>> argument_differences(const Op& op) const {
     for (const auto* rows : {&op.input_rows, &op.output_rows})
       for (const auto& [slot, r] : *rows)
         if (rows_[r].target && rows_[r].reference) return differing_arguments(*rows_[r].target, *rows_[r].reference);
-    return {};
+    return std::nullopt;
   }
 
   // Without execution order files (msprobe's dumps), an input whose recorded statistics (dtype,
@@ -380,7 +662,7 @@ class OriginFinder {
       const Op& op = target_.ops[c];
       if (!op.exec) continue;
       for (const auto& [slot, r] : op.input_rows) {
-        if (!rows_[r].failed() || slot >= op.exec->inputs.size()) continue;
+        if (!differs(rows_[r]) || slot >= op.exec->inputs.size()) continue;
         const int64_t p = target_.producer(op, slot);
         if (p < 0 || target_.output_row(target_.ops[static_cast<size_t>(p)], op.exec->inputs[slot]) >= 0) continue;
         failing_ids_.insert({static_cast<size_t>(p), op.exec->inputs[slot]});
@@ -392,7 +674,7 @@ class OriginFinder {
   // Whether the output of `producer` holding tensor `id` failed (its own row, or as its readers saw it).
   bool produced_failing(size_t producer, uint64_t id) const {
     const int64_t out = target_.output_row(target_.ops[producer], id);
-    if (out >= 0) return rows_[static_cast<size_t>(out)].failed();
+    if (out >= 0) return differs(rows_[static_cast<size_t>(out)]);
     return failing_ids_.count({producer, id}) > 0;
   }
 
@@ -401,7 +683,7 @@ class OriginFinder {
   bool failing_unexplained_input(size_t c) const {
     const Op& op = target_.ops[c];
     for (const auto& [slot, r] : op.input_rows) {
-      if (!rows_[r].failed()) continue;
+      if (!differs(rows_[r])) continue;
       if (!op.exec) return op.output_rows.empty();
       if (slot < op.exec->inputs.size() && target_.producer(op, slot) == -1) return true;
     }
@@ -476,14 +758,25 @@ class OriginFinder {
 
   CompareResult& result_;
   const std::vector<CompareRow>& rows_;
+  const CrossReplay& cross_replay_;
+  std::map<size_t, std::optional<CrossCheck>> cross_checks_;
   Side target_, reference_;
   std::set<std::pair<size_t, uint64_t>> failing_ids_;  // (target op, tensor id) its readers saw fail
   std::map<size_t, size_t> seen_failing_;              // target op -> a failing input row that shows it
   std::multimap<Fingerprint, std::tuple<uint32_t, int64_t, uint64_t>> outputs_;  // -> (rank, iteration, order)
+  std::map<size_t, bool> lowers_alone_;
+  std::map<size_t, std::vector<std::string>> model_arguments_;
+  std::set<std::pair<std::string, bool>> full_types_;
+  bool full_types_ready_ = false;
+  std::map<std::pair<uint32_t, int64_t>, uint64_t> first_difference_;  // (rank, iteration) -> order
+  bool differences_ready_ = false;
+  std::set<size_t> grown_;  // candidates whose error their inputs' error grew into
 };
 
 }  // namespace
 
-void find_first_divergence(CompareResult& result) { OriginFinder(result).run(); }
+void find_first_divergence(CompareResult& result, const CrossReplay& cross_replay) {
+  OriginFinder(result, cross_replay).run();
+}
 
 }  // namespace opdump::detail

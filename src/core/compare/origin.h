@@ -5,7 +5,8 @@
 
 namespace opdump::detail {
 
-// Fills result.first_divergence. Needs result.rows judged.
-void find_first_divergence(CompareResult& result);
+// Fills result.first_divergence (or result.precision). Needs result.rows judged. `cross_replay`
+// (may be empty) re-runs ops whose inputs already differ.
+void find_first_divergence(CompareResult& result, const CrossReplay& cross_replay);
 
 }  // namespace opdump::detail

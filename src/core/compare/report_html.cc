@@ -172,7 +172,7 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
     }
     html += "</div>";
   } else {
-    html += "<p id=\"first\">No divergence found.</p>";
+    html += "<p id=\"first\">No divergence found" + (result.precision.empty() ? "" : ": " + escape(result.precision)) + ".</p>";
   }
   for (const auto& note : result.notes) html += "<p class=\"note\">" + escape(note) + "</p>";
   html += chart(result);

@@ -52,6 +52,7 @@ void write_compare_summary(const CompareResult& result, const std::string& path)
   j["not_compared"] = result.not_compared;
   j["unmatched"] = result.unmatched;
   j["aligned"] = result.aligned;
+  j["within_precision"] = result.within_precision;
   j["bytes_compared"] = result.bytes_compared;
   j["target_ranks"] = result.target.ranks();
   j["reference_ranks"] = result.reference.ranks();
@@ -71,6 +72,7 @@ void write_compare_summary(const CompareResult& result, const std::string& path)
   } else {
     j["first_divergence"] = nullptr;
   }
+  if (!result.precision.empty()) j["precision"] = result.precision;
   j["notes"] = result.notes;
   const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   write_file_atomic(path, text.data(), text.size(), nullptr, 0);

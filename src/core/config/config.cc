@@ -134,7 +134,10 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   if (auto v = f.string("net_name")) c.net_name = *v;
   if (auto v = f.choice("host_work", {"auto", "background", "inline"}))
     c.host_work = *v == "auto" ? HostWork::Auto : *v == "background" ? HostWork::Background : HostWork::Inline;
-  if (auto v = f.boolean("save_kernel_args")) c.save_kernel_args = *v;
+  if (auto v = f.boolean("save_kernel_args")) {
+    c.save_kernel_args = *v;
+    c.save_kernel_args_given = true;
+  }
   if (auto v = f.string_list("overflow_ignore_ops", 4096)) c.overflow_ignore_ops = *v;
   if (auto v = f.integer("overflow_number", 0, UINT32_MAX)) c.overflow_number = static_cast<uint32_t>(*v);
   f.warn_unknown(&c.warnings);
@@ -240,6 +243,7 @@ DumpConfig parse_config(const std::string& text, const std::string& source, cons
                             "\"common_dump_settings\" (MindSpore) or \"enable_dump\"/\"dump_path\" (session options)");
     }
     config_detail::parse_opdump_options(doc, c);
+    if (!c.save_kernel_args_given) c.save_kernel_args = c.dumps_tensors() && c.scene == Scene::Normal;
   } catch (const ConfigError& e) {
     // Attribute the error to the file so that every message says where the problem is.
     if (!e.source().empty()) throw;

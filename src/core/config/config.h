@@ -75,7 +75,10 @@ struct DumpConfig {
   StatCalcMode stat_calc_mode = StatCalcMode::Host;
   bool sample = false;
   uint32_t sample_num = 100;
+  // Each dumped op's arguments beside its tensors: on by default in tensor dumps (replay and
+  // compare's cross-replay need them), unless the config says otherwise.
   bool save_kernel_args = false;
+  bool save_kernel_args_given = false;  // the config set it
 
   // opdump's own options ("opdump": {...}).
   ObserveLevel level = ObserveLevel::Api;

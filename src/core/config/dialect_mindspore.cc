@@ -32,7 +32,10 @@ void parse_mindspore(const json& doc, DumpConfig& c, const ParseOptions& options
       c.stat_calc_mode = *v == "host" ? StatCalcMode::Host : StatCalcMode::Device;
     c.sample = f.integer("sample_mode", 0, 1).value_or(0) == 1;
     c.sample_num = static_cast<uint32_t>(f.integer("sample_num", 1, 1 << 30).value_or(100));
-    c.save_kernel_args = f.boolean("save_kernel_args").value_or(false);
+    if (auto v = f.boolean("save_kernel_args")) {
+      c.save_kernel_args = *v;
+      c.save_kernel_args_given = true;
+    }
     f.warn_unknown(&c.warnings);
   }
   const json* common = top.get("common_dump_settings");

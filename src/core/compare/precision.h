@@ -1,0 +1,36 @@
+// Internal to compare: the precision each side's values hold, and how much of a difference that
+// precision explains (docs/compare.md, "Across stacks"). Two stacks that compute in different
+// dtypes (bf16 autocast against float32, float16 against float32) differ in every op; what a
+// dtype's rounding explains is not a divergence.
+#pragma once
+#include "compare/compare.h"
+
+namespace opdump::detail {
+
+// Errors up to this many machine epsilons of the coarser dtype of a row are its rounding.
+inline constexpr double kPrecisionFloorEps = 2.0;
+// An op whose inputs already differ is an origin only when its output's error exceeds this many
+// times its inputs' error, plus its own precision floor (what a fault-free op amplifies, measured
+// on bf16 and float16 training steps of resnet18 and a transformer: docs/compare.md).
+inline constexpr double kErrorGrowth = 12.0;
+
+// Machine epsilon of a float dtype (2^-7 for bfloat16, 2^-10 float16, 2^-23 float32, 2^-52
+// float64; complex as its parts); 0 for exact types (integers, bool).
+double dtype_epsilon(DType t);
+
+// The coarser of two dtypes by epsilon (exact types count as the finest).
+DType coarser_dtype(DType a, DType b);
+
+// The precision a tensor's values hold: its dtype, except float32 values that all fit in
+// bfloat16 (a dump that widened bfloat16 to float32, as npy files do): bfloat16. Decided on up
+// to 256 values spread over the tensor; values that are all integers say nothing (float32).
+DType held_precision(const TensorView& v);
+
+// A compared row's relative error: the relative euclidean distance of tensors, the largest
+// relative difference of statistics; infinity for rows that failed without metrics (shapes, NaN).
+double row_error(const CompareRow& r);
+
+// The error a row's precision explains: kPrecisionFloorEps epsilons of its sides' coarser dtype.
+double precision_floor(const CompareRow& r);
+
+}  // namespace opdump::detail

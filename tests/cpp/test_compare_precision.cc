@@ -1,0 +1,134 @@
+// compare_dumps across stacks (docs/compare.md, "Across stacks"): rows within their dtypes'
+// rounding, an op that adds error beyond what its inputs carry, a precision lowered at one op, and
+// the cross-replay the adapter side provides.
+#include <gtest/gtest.h>
+
+#include "compare/compare.h"
+#include "compare/precision.h"
+#include "dump_builder.h"
+#include "test_util.h"
+
+using namespace opdump;
+using test::OpSpec;
+
+namespace {
+
+// Reference (float32): x -> conv -> relu -> linear. The target computes in bfloat16: each output
+// is the reference's rounded to bfloat16 (1.0078125 = 1 + 2^-7, ...), fractional and exact in bfloat16.
+const std::vector<float> kRefConv = {1.01f, 2.02f, 3.03f}, kBf16Conv = {1.0078125f, 2.015625f, 3.03125f};
+
+std::vector<OpSpec> chain(const std::vector<float>& conv, const std::vector<float>& relu, float linear) {
+  return {
+      {"conv2d", "Default/net-Net/conv1-Conv2d/conv2d-op0", {{1, 2, 3}, {0.5f}}, {conv}, {1, 9}, {2}},
+      {"relu", "Default/net-Net/relu-ReLU/relu-op0", {conv}, {relu}, {2}, {3}},
+      {"linear", "Default/net-Net/fc-Linear/linear-op0", {relu}, {{linear}}, {3}, {4}},
+  };
+}
+
+CompareResult compare(const test::TempDir& dir, CompareOptions options = {}) {
+  return compare_dumps(dir / "t", dir / "r", options);
+}
+
+}  // namespace
+
+TEST(ComparePrecision, HeldPrecisionTellsBfloat16ValuesWidenedToFloat32) {
+  const std::vector<float> bf16 = kBf16Conv, fp32 = kRefConv, integers = {1, 2, 3, 4};
+  auto held = [](const std::vector<float>& v) {
+    return detail::held_precision(TensorView{v.data(), DType::Float32, Shape{static_cast<int64_t>(v.size())}});
+  };
+  EXPECT_EQ(held(bf16), DType::BFloat16);
+  EXPECT_EQ(held(fp32), DType::Float32);
+  EXPECT_EQ(held(integers), DType::Float32);  // exact in every dtype: says nothing
+  EXPECT_EQ(detail::coarser_dtype(DType::Float32, DType::BFloat16), DType::BFloat16);
+  EXPECT_EQ(detail::coarser_dtype(DType::Float16, DType::BFloat16), DType::BFloat16);
+  EXPECT_EQ(detail::coarser_dtype(DType::Int64, DType::Float64), DType::Float64);
+  EXPECT_DOUBLE_EQ(detail::dtype_epsilon(DType::BFloat16), 1.0 / 128);
+  EXPECT_DOUBLE_EQ(detail::dtype_epsilon(DType::Float16), 1.0 / 1024);
+}
+
+TEST(ComparePrecision, RowsWithinBfloat16RoundingNameNoDivergence) {
+  test::TempDir dir;
+  test::write_dump(dir / "r", 0, 0, chain(kRefConv, kRefConv, 12.3f));
+  test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, kBf16Conv, 12.3125f));
+  const CompareResult r = compare(dir);
+  EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
+  EXPECT_GT(r.warnings, 0u);  // the verdicts stay: they differ
+  EXPECT_EQ(r.within_precision, r.warnings + r.errors);
+  EXPECT_EQ(r.precision.rfind("outputs agree to bfloat16 precision", 0), 0u) << r.precision;
+  for (const auto& row : r.rows)
+    if (row.within_precision) EXPECT_NE(row.reason.find("within bfloat16 precision"), std::string::npos) << row.reason;
+}
+
+TEST(ComparePrecision, AnOpThatAddsErrorBeyondItsInputsIsNamedUnderBfloat16Noise) {
+  test::TempDir dir;
+  const std::vector<float> wrong = {1.5f, 2.015625f, 3.03125f};  // relu's first value jumps
+  test::write_dump(dir / "r", 0, 0, chain(kRefConv, kRefConv, 12.3f));
+  test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, wrong, 12.8125f));
+  const auto& f = compare(dir).first_divergence;
+  ASSERT_TRUE(f.found);
+  EXPECT_EQ(f.op.op_type, "relu");
+  EXPECT_FALSE(f.inputs_agree);
+  EXPECT_NE(f.cause.find("its inputs already differ, but its error grows from"), std::string::npos) << f.cause;
+}
+
+TEST(ComparePrecision, ErrorThatGrowsWithinTwelveTimesItsInputsIsCarriedOn) {
+  test::TempDir dir;
+  // relu's error: about 4x its input's (beyond bfloat16's rounding, within what its inputs explain)
+  const std::vector<float> ref_relu = {1.01f, 2.02f, 3.03f}, grown = {1.03125f, 2.0625f, 3.0625f};
+  test::write_dump(dir / "r", 0, 0, chain(kRefConv, ref_relu, 12.3f));
+  test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, grown, 12.3125f));
+  const CompareResult r = compare(dir);
+  EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
+  EXPECT_EQ(r.precision.rfind("outputs agree to bfloat16 precision", 0), 0u) << r.precision;
+}
+
+TEST(ComparePrecision, APrecisionLoweredAtOneOpOfATypeIsNamed) {
+  test::TempDir dir;
+  // Two convs; the target computes only the second in bfloat16 (its output, and what follows).
+  auto ops = [](const std::vector<float>& second) {
+    return std::vector<OpSpec>{
+        {"conv2d", "Default/net-Net/conv1-Conv2d/conv2d-op0", {{1, 2, 3}, {0.5f}}, {kRefConv}, {1, 9}, {2}},
+        {"conv2d", "Default/net-Net/conv2-Conv2d/conv2d-op0", {kRefConv, {0.25f}}, {second}, {2, 8}, {3}},
+        {"relu", "Default/net-Net/relu-ReLU/relu-op0", {second}, {second}, {3}, {4}},
+    };
+  };
+  test::write_dump(dir / "r", 0, 0, ops(kRefConv));
+  test::write_dump(dir / "t", 0, 0, ops(kBf16Conv));
+  const auto& f = compare(dir).first_divergence;
+  ASSERT_TRUE(f.found);
+  EXPECT_EQ(f.op.op_name, "Default/net-Net/conv2-Conv2d/conv2d-op0");
+  EXPECT_NE(f.cause.find("it computes in bfloat16 here (the reference: float32) while other conv2d ops of this run "
+                         "compute in float32"), std::string::npos) << f.cause;
+}
+
+TEST(ComparePrecision, TheCrossReplayDecidesForOpsWhoseInputsDiffer) {
+  for (bool strays : {false, true}) {
+    test::TempDir dir;
+    // relu's error is 30x its input's: growth alone would name it; the re-run decides.
+    const std::vector<float> wrong = {1.5f, 2.015625f, 3.03125f};
+    test::write_dump(dir / "r", 0, 0, chain(kRefConv, kRefConv, 12.3f));
+    test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, wrong, 12.8125f));
+    std::vector<std::string> asked;
+    CompareOptions options;
+    options.cross_replay = [&](const std::map<uint32_t, const DumpEntry*>& inputs,
+                               const std::map<uint32_t, const DumpEntry*>& outputs,
+                               const DumpEntry& reference) -> std::optional<CrossCheck> {
+      asked.push_back(outputs.at(0)->op_type);
+      EXPECT_EQ(inputs.size(), outputs.at(0)->op_type == "conv2d" ? 2u : 1u);
+      EXPECT_EQ(reference.op_name, outputs.at(0)->op_name);
+      if (outputs.at(0)->op_type != "relu") return CrossCheck{};
+      return CrossCheck{strays, "output.0 strays (test)"};
+    };
+    const CompareResult r = compare(dir, options);
+    EXPECT_EQ(asked.front(), "relu");  // conv's inputs agree: it is not re-run
+    EXPECT_EQ(r.first_divergence.found, strays);
+    if (strays) {
+      EXPECT_EQ(r.first_divergence.op.op_type, "relu");
+      EXPECT_NE(r.first_divergence.cause.find("re-run in float64 on them with the reference's arguments, its output "
+                                              "strays: output.0 strays (test)"), std::string::npos)
+          << r.first_divergence.cause;
+    } else {
+      EXPECT_EQ(r.precision.rfind("outputs agree to bfloat16 precision", 0), 0u) << r.precision;
+    }
+  }
+}
