@@ -148,6 +148,14 @@ def cross_scenarios():
                                                      dict(options, fault=fault), dict(kind="output", op=op, iteration=0))
             out[f"x_{stack}_{model}_control"] = (f"control: {model}, {what}", ms_config, dict(options, fault="none"),
                                                  None)
+            if stack == "bf16":  # statistics only: no tensors to re-run, the error's growth decides
+                fault, fault_what, op = faults[0]
+                stats = lambda p: ms_config(p, saved_data="statistic")
+                out[f"x_{stack}_{model}_{fault}_stats"] = (f"{model}, {what}, statistics only: {fault_what}", stats,
+                                                           dict(options, fault=fault),
+                                                           dict(kind="output", op=op, iteration=0))
+                out[f"x_{stack}_{model}_control_stats"] = (f"control: {model}, {what}, statistics only", stats,
+                                                           dict(options, fault="none"), None)
     return out
 
 

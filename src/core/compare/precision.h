@@ -26,8 +26,9 @@ DType coarser_dtype(DType a, DType b);
 // to 256 values spread over the tensor; values that are all integers say nothing (float32).
 DType held_precision(const TensorView& v);
 
-// A compared row's relative error: the relative euclidean distance of tensors, the largest
-// relative difference of statistics; infinity for rows that failed without metrics (shapes, NaN).
+// A compared row's relative error: the relative euclidean distance of tensors; of statistics, the
+// norm's relative difference (else the largest one recorded); infinity for rows that failed
+// without metrics (shapes, NaN).
 double row_error(const CompareRow& r);
 
 // The error a row's precision explains: kPrecisionFloorEps epsilons of its sides' coarser dtype.
