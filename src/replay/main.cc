@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> ranks;
   bool quiet = false;
   app.add_option("DUMP", dump, "A tensor dump taken with save_kernel_args")->required();
-  app.add_option("-o,--output", out, "Folder for replay_result.csv and replay_summary.json")->required();
+  app.add_option("-o,--output", out, "Folder for replay_result.csv, replay_summary.json and replay_report.html")->required();
   app.add_option("--fail-on", fail_on, "Exit 3 when rows at this level exist")->check(CLI::IsMember({"error", "warning"}));
   app.add_option("--rank", ranks, "Only these ranks");
   app.add_flag("-q,--quiet", quiet, "No progress and no summary on stdout");
@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(out);
     opdump::replay::write_replay_csv(result, out + "/replay_result.csv");
     opdump::replay::write_replay_summary(result, dump, out + "/replay_summary.json");
+    opdump::replay::write_replay_html(result, dump, out + "/replay_report.html");
     for (const auto& w : result.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
     if (!quiet) std::fputs(opdump::replay::summary_text(result).c_str(), stdout);
     bool failing = false;

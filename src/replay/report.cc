@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/csv.h"
+#include "util/html.h"
 #include "writer/atomic_file.h"
 
 namespace opdump::replay {
@@ -66,6 +67,54 @@ std::string summary_text(const ReplayResult& result) {
     s += "no op fails on its own inputs\n";
   for (const auto& [why, n] : result.skipped_reasons) s += fmt::format("  skipped {}: {}\n", n, why);
   return s;
+}
+
+void write_replay_html(const ReplayResult& result, const std::string& dump, const std::string& path) {
+  const auto c = counts(result);
+  std::string html =
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>opdump replay: " + html_escape(dump) +
+      "</title><style>body{font:14px sans-serif;margin:20px}table{border-collapse:collapse;font-size:12px}"
+      "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}tr.error td{background:#fdd}"
+      "tr.warning td{background:#ffd}tr.skipped td{color:#777}code{font-size:12px}</style></head><body>";
+  html += "<h1>opdump replay: " + html_escape(dump) + "</h1>";
+  html += fmt::format("<p id=\"summary\">replayed {} of {} ops in {:.1f} s ({:.0f} ops/s): {} outputs pass, {} warning, "
+                      "{} error; {} skipped.</p>",
+                      result.ops_replayed, result.ops, result.seconds,
+                      result.seconds > 0 ? result.ops_replayed / result.seconds : 0.0, c.at("pass"), c.at("warning"),
+                      c.at("error"), c.at("skipped"));
+  if (const ReplayRow* e = result.first_error())
+    html += "<p id=\"first\"><b>First op that fails on its own inputs</b>: " +
+            html_escape(e->op_type + " " + e->op_name + " " + e->tensor_index) + fmt::format(" (rank {}, iteration {}): ", e->rank, e->iteration) +
+            html_escape(e->judgement.reason) + "</p>";
+  else
+    html += "<p id=\"first\">No op fails on its own inputs.</p>";
+  for (const auto& w : result.warnings) html += "<p class=\"note\">" + html_escape(w) + "</p>";
+  if (!result.skipped_reasons.empty()) {
+    html += "<h2>Skipped</h2><ul>";
+    for (const auto& [why, n] : result.skipped_reasons) html += fmt::format("<li>{}: {}</li>", n, html_escape(why));
+    html += "</ul>";
+  }
+  auto row_html = [](const ReplayRow& r) {
+    const Judgement& j = r.judgement;
+    const bool measured = j.result != Result::Skipped;
+    return fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                       "<td>{}</td><td>{}</td><td>{}</td></tr>",
+                       to_string(j.result), r.rank, r.iteration, html_escape(r.op_type + " " + r.op_name),
+                       html_escape(r.tensor_index), html_escape(r.dtype), to_string(j.result),
+                       measured ? number(j.rel_l2) : "", measured ? number(j.max_norm) : "", html_escape(j.standard),
+                       html_escape(j.reason));
+  };
+  const std::string head = "<tr><th>Rank</th><th>Iteration</th><th>Op</th><th>Output</th><th>DataType</th><th>Result</th>"
+                           "<th>RelL2</th><th>MaxNorm</th><th>Standard</th><th>Reason</th></tr>";
+  std::string failing;
+  for (Result level : {Result::Error, Result::Warning})
+    for (const auto& r : result.rows)
+      if (r.judgement.result == level) failing += row_html(r);
+  if (!failing.empty()) html += "<h2>Errors and warnings</h2><table id=\"failing\">" + head + failing + "</table>";
+  html += "<h2>Every output, in execution order</h2><table id=\"rows\">" + head;
+  for (const auto& r : result.rows) html += row_html(r);
+  html += "</table></body></html>\n";
+  write_file_atomic(path, html.data(), html.size(), nullptr, 0);
 }
 
 }  // namespace opdump::replay

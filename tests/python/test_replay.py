@@ -65,6 +65,12 @@ def test_planted_faulty_kernels_found_and_nothing_else(tmp_path):
     first = summary["first_error"]
     assert first["op_type"] == "tanh" and "rel_l2" in first["reason"], first  # tanh runs first in forward
     assert "first op that fails on its own inputs: tanh Default/net-Mlp/tanh-op0" in replay.stdout
+    # the HTML report: the first error named, the failing rows listed before every row
+    html = (out / "replay_report.html").read_text()
+    assert "First op that fails on its own inputs</b>: tanh Default/net-Mlp/tanh-op0 output.0" in html, html[:2000]
+    failing = html[html.index('<table id="failing">'):html.index('<table id="rows">')]
+    assert failing.count('<tr class="error">') == sum(r["Result"] == "error" for r in rows) > 0
+    assert html.count("<tr class=") == len(rows) + failing.count("<tr class=")
     assert subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out), "-q",
                            "--fail-on", "error"], timeout=600).returncode == 3
 

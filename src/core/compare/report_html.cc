@@ -9,24 +9,13 @@
 #include <cmath>
 
 #include "compare/compare.h"
+#include "util/html.h"
 #include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(const std::string& s) { return html_escape(s); }
 
 std::string num(double v) {
   if (std::isnan(v)) return "NaN";
