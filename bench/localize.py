@@ -136,7 +136,9 @@ def cross_scenarios():
     out = {}
     for k, (stack, (what, target_stack, target_runtime, reference_runtime)) in enumerate(CROSS_STACKS.items()):
         for model, faults in CROSS_FAULTS.items():
-            options = {"model": model, "stack": {"reference": "fp32", "target": target_stack},
+            # Two iterations: from the second on, parameters and buffers carry what the first step's
+            # rounding did to them.
+            options = {"model": model, "stack": {"reference": "fp32", "target": target_stack}, "steps": 2,
                        "runtime": {"reference": reference_runtime, "target": target_runtime}}
             # Under bf16 every fault of the model; on the other stacks one, alternating. A fault that
             # only its arguments show under low precision (the GELU approximation) is dumped with them.

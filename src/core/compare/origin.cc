@@ -276,16 +276,21 @@ class OriginFinder {
           const Op& producer = target_.ops[static_cast<size_t>(p)];
           if (!producer.matched) return origin_one_side(FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p)), c);
           if (produced_failing(static_cast<size_t>(p), id)) carried = true;
-          else if (in_failed && !within_producer_precision(producer, id, in->second))
-            differing_inputs.push_back(static_cast<uint32_t>(s));
+          else if (in_failed && !within_producer_precision(producer, id, in->second)) {
+            // Changed between its producer and this op by something the dump does not show; after
+            // ops whose outputs already differ, that something (a gradient accumulated in place) may
+            // carry their difference.
+            if (after_differences(op)) carried = true;
+            else differing_inputs.push_back(static_cast<uint32_t>(s));
+          }
         } else if (p == -2 && in_failed) {
           carried = true;  // produced by an op the dump left out: it cannot be told apart from that op
         } else if (p == -1) {
           // An unnamed tensor no dumped op made (a nested op's result that autograd saved), after
           // ops whose outputs already differ (a coarser dtype, other kernels), may carry that
           // difference; so may a buffer an earlier op whose data differs read and updated in place
-          // (batch_norm's running statistics: its schema does not mark them written). Neither is
-          // blamed on its own.
+          // (batch_norm's running statistics, in this iteration or an earlier one: its schema does
+          // not mark them written). Neither is blamed on its own.
           if (in_failed && ((input_name(op, s).empty() && after_differences(op)) || read_by_differing_op(op, id)))
             carried = true;
           else if (in_failed) differing_external.push_back(static_cast<uint32_t>(s));
@@ -590,13 +595,13 @@ class OriginFinder {
            row_error(rows_[row]) <= precision_floor(rows_[static_cast<size_t>(out)]);
   }
 
-  // Whether an earlier op of the same rank and iteration read tensor `id` while its own rows failed.
+  // Whether an earlier op of the same rank (this iteration or an earlier one) read tensor `id` while
+  // its own rows failed.
   bool read_by_differing_op(const Op& op, uint64_t id) const {
     if (!op.exec) return false;
     const auto& order = target_.index->order.at(op.rank).ops;
     const auto& dump = target_.dumped.at(op.rank);
     for (size_t i = op.exec_index; i-- > 0;) {
-      if (order[i].iteration != op.iteration) break;
       if (std::find(order[i].inputs.begin(), order[i].inputs.end(), id) == order[i].inputs.end() || dump[i] < 0) continue;
       const Op& reader = target_.ops[static_cast<size_t>(dump[i])];
       for (const auto* rows : {&reader.input_rows, &reader.output_rows})
