@@ -239,9 +239,8 @@ void compare_row(CompareRow& r, const CompareOptions& options, std::atomic<uint6
 
 // A failing row whose error is no more than its sides' coarser dtype rounds to.
 void note_precision(CompareRow& r) {
-  if (!r.failed() || !r.compared) return;
+  if (!r.failed() || !detail::within_rounding(r)) return;
   const double error = detail::row_error(r), floor = detail::precision_floor(r);
-  if (!(error <= floor)) return;
   r.within_precision = true;
   char text[160];
   std::snprintf(text, sizeof text, "within %s precision (relative error %.2g, %g eps: %.2g)",

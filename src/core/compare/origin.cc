@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "compare/op_arguments.h"
@@ -258,7 +259,9 @@ class OriginFinder {
   bool judge(size_t c) {
     const Op& op = target_.ops[c];
     std::vector<uint32_t> differing_external, unknown_external, differing_inputs;
-    bool carried = false;  // an input comes from an earlier op whose output already differs
+    bool carried = false;        // an input comes from an earlier op whose output already differs
+    bool carried_state = false;  // ... or is a parameter or buffer an earlier op with differing data updated
+    std::optional<std::pair<FirstDivergence::Kind, size_t>> one_side;  // an op only one side ran feeds it
     if (!op.exec) {  // no data flow: the dumped inputs decide
       for (const auto& [slot, r] : op.input_rows) {
         if (!differs(rows_[r])) continue;
@@ -274,9 +277,19 @@ class OriginFinder {
         const int64_t p = target_.producer(op, s);
         if (p >= 0) {
           const Op& producer = target_.ops[static_cast<size_t>(p)];
-          if (!producer.matched) return origin_one_side(FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p)), c);
-          if (produced_failing(static_cast<size_t>(p), id)) carried = true;
-          else if (in_failed && !within_producer_precision(producer, id, in->second)) {
+          if (!producer.matched) {
+            // Amid differences already there (another stack), an op one side runs and the other does
+            // not (a gradient accumulated by add instead of stolen) is blamed only when this op's
+            // error is more than what its inputs carry.
+            one_side = {FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p))};
+            if (!after_differences(op)) return origin_one_side(one_side->first, one_side->second, c);
+            carried = true;
+            continue;
+          }
+          if (produced_failing(static_cast<size_t>(p), id)) {
+            carried = true;
+            carried_state |= producer.iteration != op.iteration;  // a parameter an earlier step updated
+          } else if (in_failed && !within_producer_precision(producer, id, in->second)) {
             // Changed between its producer and this op by something the dump does not show; after
             // ops whose outputs already differ, that something (a gradient accumulated in place) may
             // carry their difference.
@@ -291,8 +304,12 @@ class OriginFinder {
           // difference; so may a buffer an earlier op whose data differs read and updated in place
           // (batch_norm's running statistics, in this iteration or an earlier one: its schema does
           // not mark them written). Neither is blamed on its own.
-          if (in_failed && ((input_name(op, s).empty() && after_differences(op)) || read_by_differing_op(op, id)))
+          if (in_failed && input_name(op, s).empty() && after_differences(op)) {
             carried = true;
+          } else if (in_failed && read_by_differing_op(op, id)) {
+            carried = true;
+            carried_state = true;
+          }
           else if (in_failed) differing_external.push_back(static_cast<uint32_t>(s));
           else if (in == op.input_rows.end()) unknown_external.push_back(static_cast<uint32_t>(s));
         }
@@ -303,8 +320,12 @@ class OriginFinder {
         if (twin.exec)
           for (size_t s = 0; s < twin.exec->inputs.size(); ++s) {
             const int64_t p = reference_.producer(twin, s);
-            if (p >= 0 && !reference_.ops[static_cast<size_t>(p)].matched)
-              return origin_one_side(FirstDivergence::Kind::MissingOp, reference_.earliest_unmatched(static_cast<size_t>(p)), c);
+            if (p >= 0 && !reference_.ops[static_cast<size_t>(p)].matched) {
+              one_side = {FirstDivergence::Kind::MissingOp, reference_.earliest_unmatched(static_cast<size_t>(p))};
+              if (!after_differences(op)) return origin_one_side(one_side->first, one_side->second, c);
+              carried = true;
+              break;
+            }
           }
       }
     }
@@ -326,11 +347,16 @@ class OriginFinder {
           grown_.insert(c);
           return false;
         }
+        if (one_side) return origin_one_side(one_side->first, one_side->second, c);
         return origin_output(c, {}, {}, false, {}, in_error, check->detail);
       }
-    // Gradients that sum over a batch cancel: with only their statistics to go on, their error's
-    // growth says nothing an origin could be told by (a re-run's conditioning would).
-    if ((carried || in_error > 0) && op.key.rfind("Gradients", 0) == 0 && statistics_only(op)) {
+    // With only statistics to go on, the growth of error says nothing an origin could be told by
+    // where sums cancel (gradients over a batch, the optimizer's updates outside the model) or where
+    // parameters already differ by what an earlier step's rounding did to them (a re-run's
+    // conditioning would tell; statistics cannot).
+    const bool outside_model = std::count(op.op_name.begin(), op.op_name.end(), '/') < 2;
+    if ((carried || in_error > 0) && statistics_only(op) &&
+        (op.key.rfind("Gradients", 0) == 0 || outside_model || carried_state)) {
       grown_.insert(c);
       return false;
     }
@@ -339,6 +365,7 @@ class OriginFinder {
         grown_.insert(c);
         return false;
       }
+      if (one_side) return origin_one_side(one_side->first, one_side->second, c);
       return origin_output(c, {}, {}, false, {}, in_error);
     }
     if (!op.output_failed(rows_) && !seen_failing_.count(c)) return false;  // within its precision

@@ -61,4 +61,13 @@ double precision_floor(const CompareRow& r) {
   return kPrecisionFloorEps * dtype_epsilon(coarser_dtype(r.target_precision, r.reference_precision));
 }
 
+bool within_rounding(const CompareRow& r) {
+  if (!r.compared) return false;
+  const double floor = precision_floor(r);
+  if (!r.statistics_only) return row_error(r) <= floor;
+  for (int i = 0; i < kStatCount; ++i)
+    if (r.stat_compared[i] && !(std::fabs(r.stat_rel[i]) <= floor)) return false;
+  return true;
+}
+
 }  // namespace opdump::detail

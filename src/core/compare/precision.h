@@ -34,4 +34,8 @@ double row_error(const CompareRow& r);
 // The error a row's precision explains: kPrecisionFloorEps epsilons of its sides' coarser dtype.
 double precision_floor(const CompareRow& r);
 
+// Whether a compared row differs by no more than precision_floor: its relative euclidean distance,
+// or every statistic's relative difference (rounding moves a max or a min by less than that too).
+bool within_rounding(const CompareRow& r);
+
 }  // namespace opdump::detail
