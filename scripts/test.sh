@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+# The PyTorch 2.x build first: bench/localize.py (run by the host's tests) pairs 2.x runs with 1.13 ones.
+if [ "${OPDUMP_SKIP_TORCH2:-0}" != 1 ]; then
+  bash scripts/torch2.sh --build
+fi
 (cd build && ctest --output-on-failure -j "$(nproc)")
 export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"
 # pytest exits 5 when it collected nothing: that is a failure here too.

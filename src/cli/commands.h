@@ -37,6 +37,9 @@ void add_replay_command(CLI::App& app, int* exit_code);
 std::string adapter_program(const std::string& name);
 // Runs `program` with `args` in place of this process; throws opdump::Error when it cannot.
 [[noreturn]] void exec_adapter_program(const std::string& program, std::vector<std::string> args);
+// Runs `program` with `args` as a child and returns its exit code (128 + the signal that ended it;
+// 127 when it could not start: not found, or its libraries would not load).
+int run_adapter_program(const std::string& program, std::vector<std::string> args);
 // The command line main() was given (for a subcommand that hands itself to an adapter program).
 void remember_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ms_config
+from conftest import BUILD, ms_config
 
 EPS64 = np.finfo(np.float64).eps
 
@@ -497,3 +497,30 @@ def test_rows_and_summary_carry_rank_and_iteration(workload, run, tmp_path):
     assert "input 1 (parameter net.conv1.weight) differs: no dumped op produced it" in first["cause"], first
     html = (tmp_path / "out" / "compare_report.html").read_text()
     assert 'href="#first-row"' in html and "rank 0, iteration 1" in html
+
+
+def test_cross_replay_handoff_and_a_replay_program_that_cannot_start(workload, run, tmp_path):
+    """Both dumps recorded arguments: `opdump compare` runs in opdump_replay (cross-replay). Where that
+    program cannot start (a PyTorch that does not load), compare still compares, without it, and says so."""
+    a = workload("small", steps=1, config=ms_config(tmp_path / "a"))
+    b = workload("small", steps=1, config=ms_config(tmp_path / "b"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
+    proc = run("compare", b["report"]["root"], a["report"]["root"], "-o", tmp_path / "with", "-q", check=0)
+    notes = json.loads((tmp_path / "with" / "compare_summary.json").read_text())["notes"]
+    assert any(n.startswith("cross-replay: re-ran ") for n in notes), notes
+    assert "batch_norm Default/net-Small/bn1-BatchNorm2d/batch_norm-op0" in proc.stdout
+    # the same CLI beside an opdump_replay whose interpreter does not exist: exec fails in the child
+    alone = tmp_path / "bin"
+    alone.mkdir()
+    shutil.copy(BUILD / "opdump", alone / "opdump")
+    (alone / "opdump_replay").write_text("#!/nonexistent/interpreter\n")
+    (alone / "opdump_replay").chmod(0o755)
+    broken = subprocess.run([str(alone / "opdump"), "compare", b["report"]["root"], a["report"]["root"], "-o",
+                             str(tmp_path / "without"), "-q"], capture_output=True, text=True, timeout=600)
+    assert broken.returncode == 0, broken.stderr
+    assert "could not start: comparing without cross-replay" in broken.stderr
+    assert "batch_norm Default/net-Small/bn1-BatchNorm2d/batch_norm-op0" in broken.stdout
+    notes = json.loads((tmp_path / "without" / "compare_summary.json").read_text())["notes"]
+    assert not any(n.startswith("cross-replay") for n in notes), notes
+    on = subprocess.run([str(alone / "opdump"), "compare", b["report"]["root"], a["report"]["root"], "-o",
+                         str(tmp_path / "on"), "-q", "--replay", "on"], capture_output=True, text=True, timeout=600)
+    assert on.returncode == 1 and "--replay on: " in on.stderr and "could not start" in on.stderr
