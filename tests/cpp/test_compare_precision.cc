@@ -132,3 +132,23 @@ TEST(ComparePrecision, TheCrossReplayDecidesForOpsWhoseInputsDiffer) {
     }
   }
 }
+
+TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsBlamedOnlyWhenItsReaderAddsError) {
+  for (bool adds : {false, true}) {
+    test::TempDir dir;
+    // The reference adds zeros to relu's output before linear reads it (1.13 accumulating a gradient
+    // into a zeroed one); the target reads relu's output directly. Both sides carry bf16 rounding.
+    auto ref = chain(kRefConv, kRefConv, 12.3f);
+    ref.insert(ref.begin() + 2, OpSpec{"add", "Default/net-Net/add-op0", {kRefConv, {0, 0, 0}}, {kRefConv}, {3, 7}, {5}});
+    ref[3].input_ids = {5};
+    test::write_dump(dir / "r", 0, 0, ref);
+    // linear: 2% off (beyond bf16 rounding, within what its inputs carry), or far off.
+    test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, kBf16Conv, adds ? 20.5f : 12.5625f));
+    const auto& f = compare(dir).first_divergence;
+    EXPECT_EQ(f.found, adds) << f.cause;
+    if (adds) {
+      EXPECT_EQ(f.kind, FirstDivergence::Kind::MissingOp);
+      EXPECT_EQ(f.op.op_name, "Default/net-Net/add-op0");
+    }
+  }
+}
