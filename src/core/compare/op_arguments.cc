@@ -44,18 +44,32 @@ json read_kernel_args(const DumpEntry& e) {
   }
 }
 
+namespace {
+
+// Whether `path` is an args file: it names its operator near its start.
+bool names_an_operator(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  char head[512] = {};
+  in.read(head, sizeof head - 1);
+  return std::string_view(head).find("\"operator\"") != std::string_view::npos;
+}
+
+}  // namespace
+
 bool dump_has_kernel_args(const std::string& dump) {
+  // Args files lie beside their op's tensors, named {op_type}.{op_name}.json where the tensor files
+  // are {op_type}.{op_name}.{task}.{stream}.{timestamp}...: the first tensor file found says, without
+  // reading every name of a dump of 100,000 files.
   std::error_code ec;
   std::filesystem::recursive_directory_iterator it(dump, std::filesystem::directory_options::skip_permission_denied, ec), end;
   for (size_t seen = 0; !ec && it != end && seen < 100000; it.increment(ec), ++seen) {
     const std::string name = it->path().filename().string();
-    if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0 || !it->is_regular_file(ec)) continue;
-    // An args file is {op_type}.{op_name}.json and names its operator near its start.
-    if (name.find('.') == name.size() - 5 || name.find(".exception.") != std::string::npos) continue;
-    std::ifstream in(it->path());
-    char head[512] = {};
-    in.read(head, sizeof head - 1);
-    if (std::string_view(head).find("\"operator\"") != std::string_view::npos) return true;
+    const bool npy = name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0;
+    if (!npy || !it->is_regular_file(ec)) continue;
+    const size_t first = name.find('.'), second = first == std::string::npos ? first : name.find('.', first + 1);
+    if (second == std::string::npos) continue;
+    const auto args = it->path().parent_path() / (name.substr(0, second) + ".json");
+    return std::filesystem::is_regular_file(args, ec) && names_an_operator(args);
   }
   return false;
 }

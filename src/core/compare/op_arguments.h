@@ -14,8 +14,8 @@ namespace opdump::detail {
 // null when there is none or it cannot be read.
 nlohmann::json read_kernel_args(const DumpEntry& e);
 
-// Whether a dump (a folder) holds an args file of some op: a quick look, not a full scan (it stops
-// at the first one, and after 100,000 entries).
+// Whether a dump (a folder) holds the args files of its ops: a quick look, at the args file of the
+// first npy file found (a dump of bin files or statistics says no).
 bool dump_has_kernel_args(const std::string& dump);
 
 struct ArgumentDifference {
