@@ -309,9 +309,11 @@ class OriginFinder {
           } else if (in_failed && read_by_differing_op(op, id)) {
             carried = true;
             carried_state = true;
+          } else if (in_failed) {
+            differing_external.push_back(static_cast<uint32_t>(s));
+          } else if (in == op.input_rows.end()) {
+            unknown_external.push_back(static_cast<uint32_t>(s));
           }
-          else if (in_failed) differing_external.push_back(static_cast<uint32_t>(s));
-          else if (in == op.input_rows.end()) unknown_external.push_back(static_cast<uint32_t>(s));
         }
       }
       // An input the reference got from an op the target did not run.
