@@ -12,6 +12,7 @@ void add_replay_command(CLI::App& app, int* exit_code) {
                 "from one run (needs a tensor dump taken with save_kernel_args; see docs/replay.md). "
                 "Options: DUMP -o OUT [--fail-on error|warning] [--rank R] [-q]");
   cmd->prefix_command();  // everything after `replay` goes to opdump_replay as it is
+  cmd->set_help_flag();   // --help too: opdump_replay's own help lists its options
   cmd->callback([cmd, exit_code] {
     const std::string program = adapter_program("opdump_replay");
     if (program.empty())

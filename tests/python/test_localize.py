@@ -12,6 +12,7 @@ def test_every_planted_change_localized_and_every_control_clean(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     proc = subprocess.run([PYTHON, str(ROOT / "bench" / "localize.py"), "--opdump", str(BUILD / "opdump"),
                            "--json", str(out)], capture_output=True, text=True, env=env, timeout=1800)
+    assert out.exists(), f"the bench wrote no results:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     results = json.loads(out.read_text())["results"]
     missed = [(r["name"], r["expected"], r["got"]) for r in results if not r["ok"]]
     assert not missed, proc.stdout
