@@ -349,6 +349,9 @@ def main():
             print(f"{mark} {name:30s} compare {r['seconds']:6.2f} s  {r['what']}", flush=True)
             if not r["ok"]:
                 print(f"       expected: {r['expected']}\n       got:      {r['got']}", flush=True)
+            if not args.keep:  # each scenario's dumps (up to a GB) go as soon as it is judged
+                shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(torch2_root() / "tmp" / "opdump-localize" / name, ignore_errors=True)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
