@@ -244,7 +244,7 @@ void note_precision(CompareRow& r) {
   r.within_precision = true;
   char text[160];
   std::snprintf(text, sizeof text, "within %s precision (relative error %.2g, %g eps: %.2g)",
-                std::string(dtype_name(detail::coarser_dtype(r.target_precision, r.reference_precision))).c_str(), error,
+                std::string(dtype_name(detail::row_precision(r))).c_str(), error,
                 detail::kPrecisionFloorEps, floor);
   r.reason += (r.reason.empty() ? "" : "; ") + std::string(text);
 }

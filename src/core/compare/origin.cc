@@ -62,6 +62,7 @@ struct Op {
       if (differs(rows[r])) return true;
     return false;
   }
+  bool backward() const { return key.rfind("Gradients", 0) == 0; }
   // Some output fails its verdict, even within its precision.
   bool output_warned(const std::vector<CompareRow>& rows) const {
     for (const auto& [slot, r] : output_rows)
@@ -191,7 +192,7 @@ DivergentOp divergent(const Op& op, const std::vector<CompareRow>& rows) {
   d.iteration = op.iteration;
   d.op_type = op.op_type;
   d.op_name = op.op_name;
-  d.backward = op.key.rfind("Gradients", 0) == 0;
+  d.backward = op.backward();
   d.order = op.order;
   d.row = op.first_row;
   for (const auto& [slot, r] : op.output_rows)
@@ -358,7 +359,7 @@ class OriginFinder {
     // conditioning would tell; statistics cannot).
     const bool outside_model = std::count(op.op_name.begin(), op.op_name.end(), '/') < 2;
     if ((carried || in_error > 0) && statistics_only(op) &&
-        (op.key.rfind("Gradients", 0) == 0 || outside_model || carried_state)) {
+        (op.backward() || outside_model || carried_state)) {
       grown_.insert(c);
       return false;
     }
@@ -528,7 +529,7 @@ class OriginFinder {
   DType output_precision(const Op& op) const {
     DType p = DType::Float64;
     for (const auto& [slot, r] : op.output_rows)
-      p = coarser_dtype(p, coarser_dtype(rows_[r].target_precision, rows_[r].reference_precision));
+      p = coarser_dtype(p, row_precision(rows_[r]));
     return p;
   }
 
@@ -565,7 +566,7 @@ class OriginFinder {
       }
     else if (lowers)
       for (const auto& [slot, r] : op.input_rows) lowers &= !coarse(r);
-    const bool alone = lowers && full_precision_types().count({op.op_type, op.key.rfind("Gradients", 0) == 0});
+    const bool alone = lowers && full_precision_types().count({op.op_type, op.backward()});
     lowers_alone_[c] = alone;
     return alone;
   }
@@ -576,16 +577,15 @@ class OriginFinder {
       full_types_ready_ = true;
       for (const Op& op : target_.ops) {
         if (!op.matched) continue;
-        bool full = false, any_float = false;
+        bool compared = false, any_float = false, any_coarse = false;
         for (const auto* rows : {&op.input_rows, &op.output_rows})
           for (const auto& [slot, r] : *rows) {
+            any_coarse |= coarse(r);
             if (!rows_[r].compared) continue;
-            full = true;
+            compared = true;
             any_float |= dtype_epsilon(rows_[r].target_precision) > 0;
           }
-        for (const auto* rows : {&op.input_rows, &op.output_rows})
-          for (const auto& [slot, r] : *rows) full &= !coarse(r);
-        if (full && any_float) full_types_.insert({op.op_type, op.key.rfind("Gradients", 0) == 0});
+        if (compared && any_float && !any_coarse) full_types_.insert({op.op_type, op.backward()});
       }
     }
     return full_types_;
@@ -663,7 +663,7 @@ class OriginFinder {
     for (const CompareRow& r : rows_) {
       if (!r.failed() || !r.compared) continue;
       ++failing;
-      coarsest = coarser_dtype(coarsest, coarser_dtype(r.target_precision, r.reference_precision));
+      coarsest = coarser_dtype(coarsest, row_precision(r));
       largest = std::max(largest, row_error(r));
     }
     if (failing == 0 || (result_.within_precision == 0 && grown_.empty())) return;

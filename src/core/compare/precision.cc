@@ -57,9 +57,9 @@ double row_error(const CompareRow& r) {
   return r.metrics.rel_euclidean;
 }
 
-double precision_floor(const CompareRow& r) {
-  return kPrecisionFloorEps * dtype_epsilon(coarser_dtype(r.target_precision, r.reference_precision));
-}
+DType row_precision(const CompareRow& r) { return coarser_dtype(r.target_precision, r.reference_precision); }
+
+double precision_floor(const CompareRow& r) { return kPrecisionFloorEps * dtype_epsilon(row_precision(r)); }
 
 bool within_rounding(const CompareRow& r) {
   if (!r.compared) return false;

@@ -31,6 +31,9 @@ DType held_precision(const TensorView& v);
 // without metrics (shapes, NaN).
 double row_error(const CompareRow& r);
 
+// The coarser of a row's two sides' precisions: what its comparison can resolve.
+DType row_precision(const CompareRow& r);
+
 // The error a row's precision explains: kPrecisionFloorEps epsilons of its sides' coarser dtype.
 double precision_floor(const CompareRow& r);
 
