@@ -9,7 +9,8 @@ process runs PyTorch's own; TRAIN's fault argument takes several, comma-separate
 trains with it too): a sigmoid 0.2% too large; a float32 tanh computed in bfloat16; a conv2d
 whose first output channel is 0.5% too large. Models: an MLP block (linear, layer_norm, gelu, tanh,
 sigmoid, softmax) and a small CNN (conv2d, batch_norm, relu, max_pool2d, linear), each trained two steps,
-iteration 1 dumped (tensors, save_kernel_args, forward and backward). Prints one line per scenario
+iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
+resnet18's forward (its Python API calls; a linear kernel 0.2% too large). Prints one line per scenario
 and "localized K/N, controls clean C/M"; exit 0 when all are right."""
 import argparse
 import csv
@@ -109,7 +110,23 @@ SCENARIOS = {
     "mlp_dropout": ("mlp", "none", ["--dropout"], set()),
     "cnn_fp32": ("cnn", "none", [], set()),
     "cnn_dropout": ("cnn", "none", ["--dropout"], set()),
+    # msprobe's tensor dump of resnet18's forward (tests/python/msprobe_workload.py): Python API calls
+    "msprobe_linear_kernel": ("msprobe", "linear_kernel", [], {"linear"}),
+    "msprobe_fp32": ("msprobe", "none", [], set()),
+    "msprobe_bf16_autocast": ("msprobe", "none", ["--bf16"], set()),
 }
+MSPROBE_WORKLOAD = HERE.parent / "tests" / "python" / "msprobe_workload.py"
+
+
+def dump_scenario(work, model, fault, flags, python_path):
+    """Runs the scenario's step with its fault and dumps it into work/d."""
+    if model == "msprobe":
+        subprocess.run([PYTHON, str(MSPROBE_WORKLOAD), "--tool", "msprobe", "--out", str(work / "d"), "--task", "tensor",
+                        "--level", "mix", "--plant", fault, *flags], check=True, capture_output=True, timeout=1800)
+        return
+    (work / "c.json").write_text(json.dumps(config(work / "d")))
+    subprocess.run([PYTHON, "-c", TRAIN, str(work / "c.json"), python_path, model, fault, *flags],
+                   check=True, capture_output=True, timeout=1800)
 
 
 def config(path):
@@ -145,9 +162,7 @@ def main():
                 continue
             work = tmp / name
             work.mkdir()
-            (work / "c.json").write_text(json.dumps(config(work / "d")))
-            subprocess.run([PYTHON, "-c", TRAIN, str(work / "c.json"), args.python_path, model, fault, *flags],
-                           check=True, capture_output=True, timeout=1800)
+            dump_scenario(work, model, fault, flags, args.python_path)
             rows, summary, seconds = replay(args.opdump, work / "d", work / "out")
             flagged = sorted({r["OpType"] for r in rows if r["Result"] in ("error", "warning")})
             ok = set(flagged) == expected
@@ -158,7 +173,7 @@ def main():
             else:
                 controls += 1
                 clean += ok
-            print(f"  {name:20s} {'right' if ok else 'WRONG'}: flagged {flagged or 'nothing'} (expected "
+            print(f"  {name:22s} {'right' if ok else 'WRONG'}: flagged {flagged or 'nothing'} (expected "
                   f"{sorted(expected) or 'nothing'}); {summary['ops']['replayed']}/{summary['ops']['total']} ops "
                   f"replayed ({skipped:.0%} skipped) in {seconds:.1f} s")
         if not args.no_resnet and not args.only:

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "opdump/error.h"
+
 namespace opdump::replay {
 namespace {
 
@@ -142,6 +144,24 @@ class Builder {
 
 }  // namespace
 
+at::ScalarType aten_dtype(DType d) {
+  switch (d) {
+    case DType::Bool: return at::kBool;
+    case DType::Int8: return at::kChar;
+    case DType::Int16: return at::kShort;
+    case DType::Int32: return at::kInt;
+    case DType::Int64: return at::kLong;
+    case DType::UInt8: return at::kByte;
+    case DType::Float16: return at::kHalf;
+    case DType::BFloat16: return at::kBFloat16;
+    case DType::Float32: return at::kFloat;
+    case DType::Float64: return at::kDouble;
+    case DType::Complex64: return at::kComplexFloat;
+    case DType::Complex128: return at::kComplexDouble;
+    default: throw Error(std::string("dtype ") + std::string(dtype_name(d)) + " has no PyTorch equivalent here");
+  }
+}
+
 c10::optional<c10::OperatorHandle> find_operator(const json& spec) {
   if (!spec.contains("operator") || !spec["operator"].is_string()) return c10::nullopt;
   const std::string overload = spec.contains("overload") && spec["overload"].is_string() ? spec["overload"].get<std::string>() : "";
@@ -196,12 +216,18 @@ at::ScalarType scalar_type_named(const json& name) {
 
 std::vector<at::ScalarType> recorded_dtypes(const json& spec) {
   std::vector<at::ScalarType> out;
+  auto put = [&](const json& slot, const json& dtype) {
+    if (!slot.is_number_unsigned() || slot.get<uint64_t>() > 100000) return;  // build_stack names a bad slot
+    const size_t at = slot.get<size_t>();
+    if (out.size() <= at) out.resize(at + 1, at::ScalarType::Undefined);
+    out[at] = scalar_type_named(dtype);
+  };
   std::function<void(const json&)> walk = [&](const json& v) {
     if (v.is_object()) {
-      if (v.contains("tensor")) out.push_back(v.contains("dtype") ? scalar_type_named(v["dtype"]) : at::ScalarType::Undefined);
-      if (v.contains("tensors"))
+      if (v.contains("tensor")) put(v["tensor"], v.contains("dtype") ? v["dtype"] : json());
+      if (v.contains("tensors") && v["tensors"].is_array())
         for (size_t i = 0; i < v["tensors"].size(); ++i)
-          out.push_back(v.contains("dtypes") && i < v["dtypes"].size() ? scalar_type_named(v["dtypes"][i]) : at::ScalarType::Undefined);
+          put(v["tensors"][i], v.contains("dtypes") && i < v["dtypes"].size() ? v["dtypes"][i] : json());
     } else if (v.is_array()) {
       for (const auto& e : v) walk(e);
     }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "util/tensor.h"
+
 namespace opdump::replay {
 
 // The operator an args file names ("aten::add" and overload "Tensor"); nullopt when this PyTorch
@@ -24,8 +26,12 @@ std::optional<std::vector<c10::IValue>> build_stack(const c10::OperatorHandle& o
 // A dtype as the args file names it (c10::toString: "BFloat16"); Undefined for null or unknown names.
 at::ScalarType scalar_type_named(const nlohmann::json& name);
 
-// The dtype each tensor slot had when the op ran (spec "dtype"/"dtypes"), by slot; kUndefined
-// where the file does not say (dumps taken before opdump recorded it).
+// A dump's dtype as ATen's; throws opdump::Error for one PyTorch has no equivalent of.
+at::ScalarType aten_dtype(DType d);
+
+// The dtype each tensor slot had when the op ran (spec "dtype"/"dtypes"), by slot number; kUndefined
+// where the file does not say (dumps taken before opdump recorded it) or takes no tensor from that
+// slot (an msprobe API's tensor argument the aten operator has no place for).
 std::vector<at::ScalarType> recorded_dtypes(const nlohmann::json& spec);
 
 // The CPU autocast dtype the args file recorded (Undefined: off, or not recorded).

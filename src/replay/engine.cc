@@ -16,6 +16,7 @@
 
 #include "arguments.h"
 #include "format/dump_files.h"
+#include "msprobe_arguments.h"
 #include "layout/layout.h"
 #include "opdump/error.h"
 #include "read/dump_index.h"
@@ -35,24 +36,6 @@ bool draws_random(const std::string& op_type) {
       "rrelu_with_noise", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_", "poisson",
       "_standard_gamma", "_sample_dirichlet", "binomial"};
   return ops.count(op_type) > 0;
-}
-
-at::ScalarType aten_dtype(DType d) {
-  switch (d) {
-    case DType::Bool: return at::kBool;
-    case DType::Int8: return at::kChar;
-    case DType::Int16: return at::kShort;
-    case DType::Int32: return at::kInt;
-    case DType::Int64: return at::kLong;
-    case DType::UInt8: return at::kByte;
-    case DType::Float16: return at::kHalf;
-    case DType::BFloat16: return at::kBFloat16;
-    case DType::Float32: return at::kFloat;
-    case DType::Float64: return at::kDouble;
-    case DType::Complex64: return at::kComplexFloat;
-    case DType::Complex128: return at::kComplexDouble;
-    default: throw Error(std::string("dtype ") + std::string(dtype_name(d)) + " has no PyTorch equivalent here");
-  }
 }
 
 at::Tensor load(const DumpEntry& e) {
@@ -102,12 +85,16 @@ class CpuAutocast {
   at::ScalarType dtype_;
 };
 
-// A float64 copy of an input moved by up to one rounding of the dtype it had (seeded: the same
-// every run); other inputs as they are.
-at::Tensor rounding_moved(const at::Tensor& wide, at::ScalarType had) {
+// One rounding of a float dtype (its unit roundoff).
+double unit_roundoff(at::ScalarType t) {
+  return t == at::kBFloat16 ? std::ldexp(1.0, -8) : t == at::kHalf ? std::ldexp(1.0, -11)
+         : t == at::kDouble ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+}
+
+// A float64 copy of an input moved by up to one rounding `u` (seeded: the same every run); other
+// inputs as they are.
+at::Tensor rounding_moved(const at::Tensor& wide, double u) {
   if (!wide.defined() || !at::isFloatingType(wide.scalar_type())) return wide;
-  const double u = had == at::kBFloat16 ? std::ldexp(1.0, -8) : had == at::kHalf ? std::ldexp(1.0, -11)
-                   : had == at::kDouble ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   static at::Generator generator = [] {
     auto g = at::detail::createCPUGenerator(20261124);
     return g;
@@ -167,7 +154,11 @@ class Replayer {
     base.op_type = op.op_type;
     base.op_name = op.op_name;
     std::string why;
-    if (!spec) why = "no arguments recorded (dump with save_kernel_args)";
+    if (!spec && op.msprobe && op.backward)
+      why = "an msprobe backward API: dump.json holds its gradients, not the inputs the forward saved";
+    else if (!spec && op.msprobe) why = "no arguments recorded: msprobe tensor files without their dump.json";
+    else if (!spec) why = "no arguments recorded (dump with save_kernel_args)";
+    else if (spec->contains("unreplayable")) why = "not one aten call: " + (*spec)["unreplayable"].get<std::string>();
     else if (draws_random(op.op_type)) why = "its result is drawn from the random number generator";
     else if (op.outputs.empty()) why = "no output dumped";
     if (why.empty()) {
@@ -235,9 +226,13 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     std::vector<at::Tensor> wide, moved;
     // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
     // moves each output (its conditioning), so that a sum that cancels is not taken for a fault.
+    // No coarser than the finest float output: a float32 -> float64 conversion computes exactly.
+    double finest_out = 1;
+    for (const auto& t : as_ran)
+      if (t.defined() && at::isFloatingType(t.scalar_type())) finest_out = std::min(finest_out, unit_roundoff(t.scalar_type()));
     for (const auto& t : inputs) {
       wide.push_back(high_precision(t));
-      moved.push_back(rounding_moved(high_precision(t), t.defined() ? t.scalar_type() : at::kFloat));
+      moved.push_back(rounding_moved(high_precision(t), std::min(finest_out, unit_roundoff(t.defined() ? t.scalar_type() : at::kFloat))));
     }
     stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
@@ -275,6 +270,11 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     at::ScalarType dtype = ran ? as_ran[slot].scalar_type() : effective_dtype(dumped);
     if (autocast == at::ScalarType::Undefined && !spec.contains("autocast_cpu") && dtype == at::kFloat && effective_dtype(dumped) == at::kBFloat16)
       dtype = at::kBFloat16;
+    // msprobe's dump.json says what dtype each output had (its .pt files keep it too).
+    if (spec.contains("output_dtypes") && spec["output_dtypes"].is_array() && slot < spec["output_dtypes"].size())
+      if (const at::ScalarType recorded = scalar_type_named(spec["output_dtypes"][slot]);
+          at::isFloatingType(recorded) && at::isFloatingType(dtype))
+        dtype = recorded;
     row.dtype = c10::toString(dtype);
     const bool floating = at::isFloatingType(dtype) || at::isComplexType(dtype);
     if (!ran && !floating) {
@@ -305,10 +305,15 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
   result.warnings = index.warnings;
   using Key = std::tuple<uint32_t, int64_t, std::string, std::string, uint64_t>;
   std::map<Key, ReplayOp> ops;
-  size_t tensors = 0;
+  size_t tensors = 0, module_tensors = 0;
   for (const DumpEntry& e : index.entries) {
     if (e.source == DumpEntry::Source::Statistics) continue;
     ++tensors;
+    // msprobe's module records (level mix): the APIs inside them are replayed one by one.
+    if (e.msprobe && e.op_type.rfind("module:", 0) == 0) {
+      ++module_tensors;
+      continue;
+    }
     ReplayOp& op = ops[{e.rank(), e.iteration(), folder_of(e.path), e.key_name, e.occurrence}];
     op.rank = e.rank();
     op.iteration = e.iteration();
@@ -317,34 +322,54 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
     op.op_name = e.op_name;
     op.folder = folder_of(e.path);
     op.key = e.key_name;
+    op.msprobe = e.msprobe;
+    op.backward = e.backward();
     (e.io == IoKind::Input ? op.inputs : op.outputs)[e.slot] = &e;
   }
   if (!tensors)
     throw Error(dump + ": holds no tensors (statistics only?): replay needs a tensor dump (saved_data \"tensor\" or "
                 "\"full\") taken with save_kernel_args");
+  if (module_tensors)
+    result.warnings.push_back(std::to_string(module_tensors) + " tensors of msprobe module records (level mix) are not "
+                              "replayed: the APIs inside each module are");
   std::vector<const ReplayOp*> order;
   for (const auto& [key, op] : ops) order.push_back(&op);
   std::stable_sort(order.begin(), order.end(), [](const ReplayOp* a, const ReplayOp* b) {
     return std::tie(a->iteration, a->rank, a->order) < std::tie(b->iteration, b->rank, b->order);
   });
-  std::map<std::string, std::map<std::string, json>> specs;  // folder -> op -> args
+  // Where each op's arguments are: opdump's args files beside its tensors, or msprobe's dump.json
+  // above dump_tensor_data/.
+  std::map<std::string, std::map<std::string, json>> specs;  // source -> op -> args
   Replayer replayer(result, Standard::builtin());
   size_t done = 0, unreadable = 0;
+  bool any_args = false;
   for (const ReplayOp* op : order) {
-    auto folder = specs.find(op->folder);
-    if (folder == specs.end())
-      folder = specs.emplace(op->folder, kernel_args_of(op->folder, result.warnings, unreadable)).first;
-    auto spec = folder->second.find(op->key);
-    replayer.op(*op, spec == folder->second.end() ? nullptr : &spec->second);
+    const std::string source = op->msprobe ? folder_of(op->folder) + "/dump.json" : op->folder;
+    auto found = specs.find(source);
+    if (found == specs.end()) {
+      std::map<std::string, json> by_op;
+      if (!op->msprobe) {
+        by_op = kernel_args_of(op->folder, result.warnings, unreadable);
+      } else if (std::error_code ec; std::filesystem::is_regular_file(source, ec)) {
+        try {
+          by_op = msprobe_kernel_args(source);
+        } catch (const std::exception& e) {
+          result.warnings.push_back(source + ": " + e.what() + " (its APIs are not replayed)");
+        }
+      }
+      any_args |= !by_op.empty();
+      found = specs.emplace(source, std::move(by_op)).first;
+    }
+    auto spec = found->second.find(op->key);
+    replayer.op(*op, spec == found->second.end() ? nullptr : &spec->second);
     if (!options.quiet && ++done % 200 == 0) std::fprintf(stderr, "replay: %zu of %zu ops\r", done, order.size());
   }
   if (!options.quiet && done >= 200) std::fprintf(stderr, "\n");
   if (unreadable > 3) result.warnings.push_back(std::to_string(unreadable) + " args files did not parse; their ops were skipped");
-  bool any_args = false;
-  for (const auto& [folder, by_op] : specs) any_args |= !by_op.empty();
   if (!any_args)
     result.warnings.push_back("no op of " + dump + " has recorded arguments: dump with \"save_kernel_args\": true "
-                              "(e2e_dump_settings, or the opdump object) to replay it");
+                              "(e2e_dump_settings, or the opdump object), or give msprobe's dump.json beside "
+                              "dump_tensor_data/, to replay it");
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

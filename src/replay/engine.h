@@ -46,6 +46,8 @@ struct ReplayOp {
   int64_t iteration = -1;
   uint64_t order = 0;
   std::string op_type, op_name, folder, key;
+  bool msprobe = false;   // an API of msprobe's dump.json: its arguments are there
+  bool backward = false;  // a gradient computation (msprobe's *.backward APIs)
   std::map<uint32_t, const DumpEntry*> inputs, outputs;
 };
 

@@ -100,6 +100,32 @@ TEST(MsprobeDump, ReadsTensorsInExecutionOrderWithAtenSlots) {
   EXPECT_EQ(d.call_sites.at("Functional.batch_norm.0.backward"), "/home/u/train.py:42");
 }
 
+// The forward API calls replay rebuilds aten calls from: Python arguments as recorded, keywords in
+// the file's order, and each call's own tensors; modules and backward APIs are not calls.
+TEST(MsprobeDump, ForwardCallsWithTheirArguments) {
+  const MsprobeCalls c = parse_msprobe_calls(kDump, "d/dump.json");
+  ASSERT_TRUE(c.dump.recognized);
+  ASSERT_EQ(c.calls.size(), 2u);
+  const MsprobeCall& bn = c.calls[0];
+  EXPECT_EQ(bn.api, "Functional.batch_norm.0.forward");
+  EXPECT_EQ(bn.prefix, "Functional");
+  EXPECT_EQ(bn.api_type, "batch_norm");
+  ASSERT_EQ(bn.args.size(), 7u);
+  EXPECT_TRUE(bn.args[4].is_null());
+  EXPECT_EQ(bn.args[6]["value"], 0.1);
+  EXPECT_FALSE(bn.args[0].contains("\x01order"));  // the reader's key order stays inside it
+  ASSERT_EQ(bn.kwargs.size(), 1u);
+  EXPECT_EQ(bn.kwargs[0].first, "bias");
+  ASSERT_EQ(bn.tensors.size(), 6u);  // five inputs and the output
+  EXPECT_EQ(bn.tensors[2]->argument, "input.bias");
+  EXPECT_EQ(bn.tensors[2]->slot, 2u);
+  EXPECT_EQ(c.calls[1].api_type, "add_");
+  EXPECT_TRUE(c.calls[1].args[1].is_array());
+  EXPECT_EQ(c.calls[1].tensors.size(), 4u);
+  EXPECT_FALSE(parse_msprobe_calls(R"({"task": "tensor"})", "x/dump.json").dump.recognized);
+  EXPECT_THROW(parse_msprobe_calls("{\"data\": {", "x/dump.json"), FormatError);
+}
+
 TEST(MsprobeDump, OlderStackFormatAndApiTypes) {
   const MsprobeDump d = parse_msprobe_dump(
       R"({"data": {"Torch.matmul.0.forward": {"input_args": [], "output": []}}})", "",

@@ -19,5 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)opdump::parse_msprobe_dump(dump, construct, stack, "fuzz/dump.json");
   } catch (const opdump::Error&) {
   }
+  try {
+    (void)opdump::parse_msprobe_calls(dump, "fuzz/dump.json");  // what replay reads
+  } catch (const opdump::Error&) {
+  }
   return 0;
 }

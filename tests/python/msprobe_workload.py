@@ -6,7 +6,7 @@ dump_tensor_data/{API}.{input|output}.{i}.pt. APIs are caught as msprobe's L1 le
 module's forward is recorded too and construct.json names each API's parent module.
 
   msprobe_workload.py --tool msprobe|opdump --out DIR [--task statistics|tensor] [--level L1|mix]
-                      [--plant none|layer2_conv|inf_fc] [--tensor-format pt|npy]
+                      [--plant none|layer2_conv|inf_fc|linear_kernel] [--tensor-format pt|npy] [--bf16]
 """
 import argparse
 import json
@@ -27,6 +27,9 @@ def plant(model, what):
             model.layer2[0].conv2.weight.mul_(1.5)
         elif what == "inf_fc":
             model.fc.weight[0, 0] = float("inf")
+        elif what == "linear_kernel":  # a faulty CPU kernel: every linear 0.2% too large
+            plant.library = torch.library.Library("aten", "IMPL")
+            plant.library.impl("linear", lambda x, w, b=None: torch.ops.aten.addmm(b, x, w.t()) * 1.002, "CPU")
 
 
 class MsprobeRecorder(torch.overrides.TorchFunctionMode):
@@ -60,6 +63,8 @@ class MsprobeRecorder(torch.overrides.TorchFunctionMode):
         return f"{key}.{index}.forward"
 
     def describe(self, value, name):
+        if isinstance(value, torch.Size):
+            return {"type": "torch.Size", "value": [int(d) for d in value]}
         if isinstance(value, (list, tuple)):
             return [self.describe(v, f"{name}.{i}") for i, v in enumerate(value)]
         if isinstance(value, torch.Tensor):
@@ -80,8 +85,16 @@ class MsprobeRecorder(torch.overrides.TorchFunctionMode):
             return entry
         if value is None:
             return None
-        if isinstance(value, (bool, int, float)):
+        if isinstance(value, (bool, int, float, str)):
             return {"type": type(value).__name__, "value": value}
+        if isinstance(value, slice):
+            return {"type": "slice", "value": [value.start, value.stop, value.step]}
+        if value is Ellipsis:
+            return {"type": "ellipsis", "value": "..."}
+        if isinstance(value, torch.dtype):
+            return {"type": "torch.dtype", "value": str(value)}
+        if isinstance(value, torch.device):
+            return {"type": "torch.device", "value": str(value)}
         return {"type": type(value).__name__}
 
     def record_inputs(self, api, args, kwargs):
@@ -149,6 +162,7 @@ def main():
     p.add_argument("--plant", default="none")
     p.add_argument("--tensor-format", default="pt", choices=["pt", "npy"])
     p.add_argument("--opdump-path", default="")
+    p.add_argument("--bf16", action="store_true", help="forward under CPU autocast to bfloat16")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -161,7 +175,7 @@ def main():
     if args.tool == "msprobe":
         recorder = MsprobeRecorder(args.out, args.task, args.level, args.tensor_format)
         recorder.watch(model)
-        with torch.no_grad(), recorder:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16), recorder:
             loss = F.cross_entropy(model(x), y)
         recorder.save()
     else:

@@ -110,3 +110,105 @@ def test_standards_file_matches_the_docs():
         cells = [c.strip() for c in row[0].strip("|").split("|")]
         assert float(cells[1]) == standards[dtype]["rel_l2"] and float(cells[2]) == standards[dtype]["max_norm"], row
     assert f"{standards['error_factor']} times" in doc
+
+
+# --- msprobe's tensor dumps: the Python API calls of dump.json replayed as aten calls -----------------
+
+MSPROBE_WORKLOAD = ROOT / "tests" / "python" / "msprobe_workload.py"
+
+
+def msprobe_replay(tmp_path, *flags, task="tensor"):
+    dump = tmp_path / "ms"
+    proc = subprocess.run([PYTHON, str(MSPROBE_WORKLOAD), "--tool", "msprobe", "--out", str(dump), "--task", task,
+                           "--level", "mix", *flags], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "replay"
+    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(dump), "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    return replay, out
+
+
+def test_msprobe_tensor_dump_replays_clean(tmp_path):
+    replay, out = msprobe_replay(tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    # every API of resnet18's forward and its loss, none skipped; the module records are not ops
+    assert summary["ops"]["replayed"] == summary["ops"]["total"] == 70, summary["ops"]
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
+    assert "msprobe module records (level mix) are not replayed" in replay.stderr
+    names = {r["OpName"] for r in rows}
+    assert {"Functional.conv2d.0.forward", "Functional.batch_norm.19.forward", "Tensor.add_.7.forward",
+            "Functional.cross_entropy.0.forward", "Torch.flatten.0.forward"} <= names, sorted(names)[:10]
+    assert not any(n.startswith("Module.") for n in names)
+
+
+def test_msprobe_planted_kernel_found_alone(tmp_path):
+    replay, out = msprobe_replay(tmp_path, "--plant", "linear_kernel")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    flagged = [(r["OpName"], r["Result"]) for r in rows if r["Result"] in ("error", "warning")]
+    assert flagged == [("Functional.linear.0.forward", "error")], flagged
+    assert "first op that fails on its own inputs: linear Functional.linear.0.forward" in replay.stdout
+
+
+def test_msprobe_bf16_autocast_replays_at_bf16(tmp_path):
+    replay, out = msprobe_replay(tmp_path, "--bf16")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
+    conv = [r for r in rows if r["OpType"] == "conv2d"]
+    assert len(conv) == 20 and all(r["DataType"] == "BFloat16" and r["Result"] == "pass" for r in conv), conv[:2]
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    replay, _ = msprobe_replay(stats, task="statistics")
+    assert replay.returncode == 1 and "holds no tensors" in replay.stderr, replay.stderr
+
+
+# Python calls whose signatures differ from their aten operators' (data/msprobe_apis.json), and two
+# that are not one aten call.
+MSPROBE_CALLS = r"""
+import sys, torch, torch.nn.functional as F
+sys.path.insert(0, sys.argv[2])
+from msprobe_workload import MsprobeRecorder
+torch.manual_seed(0)
+x, idx, w, img = torch.randn(4, 6), torch.tensor([[0, 2], [3, 0]]), torch.randn(5, 3), torch.randn(1, 2, 6, 6)
+target, mean, var, weight, bias = torch.tensor([1, 0, 3, 5]), torch.zeros(2), torch.ones(2), torch.rand(2) + 0.5, torch.rand(2)
+recorder = MsprobeRecorder(sys.argv[1], "tensor", "L1", "pt")
+with torch.no_grad(), recorder:
+    F.cross_entropy(x, target, reduction="sum", label_smoothing=0.1)
+    F.softmax(x, -1, _stacklevel=5)
+    F.embedding(idx, w, padding_idx=0)
+    x.view(2, 12)
+    F.max_pool2d(img, 2)
+    F.batch_norm(img, mean, var, weight, bias, False, 0.1, 1e-3)
+    x[1:, :2]
+    F.embedding(idx, w, max_norm=1.0)
+    torch.cat([x, x], dim=1)
+    x.sum(dim=1, keepdim=True)
+    x + 2
+    x.to(torch.float64)
+recorder.save()
+"""
+
+
+def test_msprobe_python_signatures_become_aten_calls(tmp_path):
+    dump = tmp_path / "ms"
+    proc = subprocess.run([PYTHON, "-c", MSPROBE_CALLS, str(dump), str(MSPROBE_WORKLOAD.parent)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "replay"
+    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(dump), "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    by_name = {r["OpName"]: r for r in rows}
+    skipped = {n: r["Reason"] for n, r in by_name.items() if r["Result"] == "skipped"}
+    assert skipped.keys() == {"Tensor.__getitem__.0.forward", "Functional.embedding.1.forward"}, skipped
+    assert "indexing with Python keys" in skipped["Tensor.__getitem__.0.forward"]
+    assert "max_norm=1.0 has no aten equivalent" in skipped["Functional.embedding.1.forward"]
+    passed = {n for n, r in by_name.items() if r["Result"] == "pass"}
+    assert passed == {"Functional.cross_entropy.0.forward", "Functional.softmax.0.forward",
+                      "Functional.embedding.0.forward", "Tensor.view.0.forward", "Functional.max_pool2d.0.forward",
+                      "Functional.batch_norm.0.forward", "Torch.cat.0.forward", "Tensor.sum.0.forward",
+                      "Tensor.add.0.forward", "Tensor.to.0.forward"}, passed
+    assert by_name["Tensor.to.0.forward"]["DataType"] == "Double"

@@ -446,14 +446,12 @@ bool parse_msprobe_file_name(const std::string& file_name, MsprobeFileName* out)
   return false;
 }
 
-MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& construct_text,
-                               const std::string& stack_text, const std::string& name) {
+namespace {
+
+// The dump of one parsed dump.json (`dump`: its root, known to hold a "data" object).
+MsprobeDump dump_of(const ordered_json& dump, const std::string& construct_text, const std::string& stack_text,
+                    const std::string& name) {
   MsprobeDump out;
-  const ordered_json dump = parse_json(dump_text, name);
-  if (!dump.is_object() || !dump.contains("data") || !dump["data"].is_object()) {
-    out.recognized = false;
-    return out;
-  }
   for (auto [key, field] : {std::pair{"task", &out.task}, {"level", &out.level}, {"framework", &out.framework}})
     if (auto it = dump.find(key); it != dump.end() && it->is_string()) *field = it->get<std::string>();
 
@@ -486,6 +484,65 @@ MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& 
   for (const auto& [api, body] : items_in_order(dump["data"])) reader.api(*api, *body, order++, parents);
   return out;
 }
+
+bool holds_data(const ordered_json& dump) { return dump.is_object() && dump.contains("data") && dump["data"].is_object(); }
+
+// A value without the key-order members parse_json adds.
+ordered_json plain(const ordered_json& v) {
+  if (v.is_array()) {
+    ordered_json out = ordered_json::array();
+    for (const auto& e : v) out.push_back(plain(e));
+    return out;
+  }
+  if (!v.is_object()) return v;
+  ordered_json out = ordered_json::object();
+  for (auto it = v.begin(); it != v.end(); ++it)
+    if (it.key() != kKeyOrder) out[it.key()] = plain(it.value());
+  return out;
+}
+
+}  // namespace
+
+MsprobeDump parse_msprobe_dump(const std::string& dump_text, const std::string& construct_text,
+                               const std::string& stack_text, const std::string& name) {
+  const ordered_json dump = parse_json(dump_text, name);
+  if (!holds_data(dump)) {
+    MsprobeDump out;
+    out.recognized = false;
+    return out;
+  }
+  return dump_of(dump, construct_text, stack_text, name);
+}
+
+MsprobeCalls parse_msprobe_calls(const std::string& dump_text, const std::string& name) {
+  MsprobeCalls out;
+  const ordered_json dump = parse_json(dump_text, name);
+  if (!holds_data(dump)) {
+    out.dump.recognized = false;
+    return out;
+  }
+  out.dump = dump_of(dump, "", "", name);
+  std::map<std::string, std::vector<const MsprobeTensor*>> by_api;
+  for (const MsprobeTensor& t : out.dump.tensors) by_api[t.api].push_back(&t);
+  for (const auto& [api, body] : items_in_order(dump["data"])) {
+    const auto parts = split(*api, '.');
+    if (!body->is_object() || is_module_prefix(parts[0]) || parts.size() < 4 || parts.back() != "forward" ||
+        !is_number(parts[parts.size() - 2]))
+      continue;
+    MsprobeCall call;
+    call.api = *api;
+    call.prefix = parts[0];
+    call.api_type = msprobe_api_type(call.prefix, join(parts, 1, parts.size() - 2));
+    if (auto args = body->find("input_args"); args != body->end() && args->is_array()) call.args = plain(*args);
+    if (auto kwargs = body->find("input_kwargs"); kwargs != body->end() && kwargs->is_object())
+      for (const auto& [kw, v] : items_in_order(*kwargs)) call.kwargs.emplace_back(*kw, plain(*v));
+    if (auto t = by_api.find(*api); t != by_api.end()) call.tensors = t->second;
+    out.calls.push_back(std::move(call));
+  }
+  return out;
+}
+
+MsprobeCalls read_msprobe_calls(const std::string& dump_json) { return parse_msprobe_calls(read_text(dump_json, true), dump_json); }
 
 MsprobeDump read_msprobe_dump(const std::string& dump_json) {
   const std::string folder = dump_json.substr(0, dump_json.find_last_of('/') + 1);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "util/tensor.h"
 
 namespace opdump {
@@ -56,6 +58,24 @@ struct MsprobeFileName {
   uint32_t slot = 0;
 };
 bool parse_msprobe_file_name(const std::string& file_name, MsprobeFileName* out);
+
+// One forward API call (Functional., Torch., Tensor., ...; not modules) with its Python arguments as
+// dump.json records them: what `opdump replay` rebuilds an aten call from. Tensors inside `args`
+// and `kwargs` are the entries of `tensors` whose `argument` names their place ("input.0",
+// "input.3.1", "input.weight").
+struct MsprobeCall {
+  std::string api, prefix, api_type;
+  nlohmann::json args = nlohmann::json::array();              // input_args
+  std::vector<std::pair<std::string, nlohmann::json>> kwargs;  // input_kwargs, in the file's order
+  std::vector<const MsprobeTensor*> tensors;                   // this call's tensors, inputs and outputs
+};
+struct MsprobeCalls {
+  MsprobeDump dump;
+  std::vector<MsprobeCall> calls;  // pointers into dump.tensors: keep both together (moves keep them)
+};
+// dump.json read once for both: its tensors and its forward API calls.
+MsprobeCalls read_msprobe_calls(const std::string& dump_json);
+MsprobeCalls parse_msprobe_calls(const std::string& dump_text, const std::string& name);
 
 // Tensor.__iadd__ -> add, Functional.cross_entropy -> cross_entropy_loss: the type aten gives the
 // op a PyTorch adapter sees for the same call.
