@@ -30,6 +30,7 @@
 #include "kernel_args.h"
 #include "opdump/error.h"
 #include "util/log.h"
+#include "runtime/op_report.h"
 #include "runtime/runtime.h"
 #include "select/op_kinds.h"
 #include "tensor_ids.h"
@@ -84,13 +85,13 @@ struct OpCtx final : at::ObserverContext {
   bool node = false;       // an autograd node frame, not an op
   bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
   bool selected = false;   // dump this op
+  bool dump_outputs = false;  // ...and its outputs
   bool had_child = false;
   int depth = 0;
   OpCtx* top = nullptr;       // the api op (or node op) this op runs inside; itself at the top
   identity::CallIndex calls;  // ops below this top op, by type
   std::string name;
   at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
-  OpRecord record;
   std::vector<DumpTensor> inputs;
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
   std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
@@ -105,8 +106,7 @@ struct OpCtx final : at::ObserverContext {
   uint64_t model_id = 0;
   bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
   SceneOp scene;
-  std::shared_ptr<Dumper> dumper;  // the dump this op reports to, from its start to its end
-  Dumper::OpLease lease;           // finalize waits for it
+  OpReport report;  // the dump this op reports to, from its start to its end
 };
 
 struct ForwardOp {
@@ -165,7 +165,6 @@ class Observer final : public RuntimeListener {
     ids_.prune();
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();
-    task_counter_.store(0);
     orphan_nodes_.clear();
   }
 
@@ -257,12 +256,9 @@ class Observer final : public RuntimeListener {
     if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
         ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
       return ctx;  // inside an api op: only the nesting depth matters
-    const std::shared_ptr<const RuntimeSnapshot> snapshot = runtime_.snapshot();
-    if (!snapshot->dumper) return ctx;
-    ctx->lease = snapshot->dumper->enter_op();
-    if (!ctx->lease) return ctx;  // the dump is closing
-    ctx->dumper = snapshot->dumper;
-    Dumper* dumper = ctx->dumper.get();
+    ctx->report = OpReport::begin(runtime_);
+    if (!ctx->report) return ctx;  // no dump, or it is closing
+    Dumper* dumper = &ctx->report.dumper();
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
     const std::string op_type = std::strstr(name, "::") + 2;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling
@@ -276,8 +272,7 @@ class Observer final : public RuntimeListener {
     uint64_t model_id = 0;
     if (ts.nodes.empty()) {
       model = scopes::current_model();
-      if (!model.empty())
-        if (const ModelInfo* m = snapshot->find_model(model)) model_id = m->id;
+      model_id = ctx->report.model_id(model);
     } else {
       model = ts.nodes.back().model;
       model_id = ts.nodes.back().model_id;
@@ -327,31 +322,26 @@ class Observer final : public RuntimeListener {
     }
 
     // Every op of the level is in the execution order, dumped or not.
-    ctx->record.id = OpIdentity{op_type, ctx->name, task_counter_.fetch_add(1), 0, now_microseconds()};
-    ctx->record.model_name = model;
-    ctx->record.model_id = model_id;
-    ctx->record.iteration = runtime_.iteration();
+    ctx->report.identify(op_type, ctx->name, model, model_id);
     ctx->executed = true;
     ids_.ids(fn.inputs(), ctx->input_ids, &ctx->named);
-    // CANN applies an acl model dump to models loaded after it was configured; every other dump
-    // and every debug scene observes every model.
-    if (!model.empty() && config.model_dump_needs_reload() && !snapshot->model_enabled(model)) return ctx;
-    if (config.scene != Scene::Normal) {
+    const OpPlan plan = ctx->report.decide();
+    if (plan.scene) {
       ctx->in_scene = true;
       Busy busy(ts);
       scenes_.start(fn, *dumper, ctx->written, ctx->scene);
-      if (config.scene != Scene::Watcher) return ctx;  // nothing is dumped unless a check fires
     }
-    if (!dumper->op_selected(model, ctx->name, op_type, scopes::marked())) return ctx;
+    if (!plan.dump) return ctx;
 
     ctx->selected = true;
-    if (config.dumps_inputs()) {
+    ctx->dump_outputs = plan.outputs;
+    if (plan.inputs) {
       std::vector<bool> out_buffers;
       if (!ts.written_args.of(fn).out.empty()) out_buffers = ts.written_args.out_buffer_slots(fn);
-      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, &ctx->record.id.stream_id, &ctx->written_storages,
+      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, ctx->report.stream_id(), &ctx->written_storages,
                   &out_buffers);
     }
-    if (config.save_kernel_args) dumper->write_kernel_args(ctx->record, kernel_args_json(fn, fn.inputs(), ctx->name));
+    if (plan.kernel_args) ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
   }
 
@@ -369,7 +359,7 @@ class Observer final : public RuntimeListener {
     for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
     // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
     // input statistics would be a pass over all gradients on the training thread.
-    if (ctx->fills) remember_filled(fn, ts, ctx->dumper.get(), barrier_);
+    if (ctx->fills) remember_filled(fn, ts, ctx->report.shared_dumper().get(), barrier_);
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       if (seq_end > ctx->seq_start) {
@@ -383,29 +373,27 @@ class Observer final : public RuntimeListener {
       if (!outs.empty() && outs[0].isTensor()) ids_.alias(ctx->alias_from, outs[0].toTensor());
     }
     if (!ctx->executed) return;
-    const std::shared_ptr<Dumper>& dumper = ctx->dumper;
-    if (dumper->config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
+    OpReport& report = ctx->report;
+    Dumper& dumper = report.dumper();
+    if (dumper.config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
     ids_.ids(fn.outputs(), output_ids, &ctx->named);
     std::string source;
-    if (dumper->wants_source(ctx->record.model_id)) {
+    if (dumper.wants_source(report.record().model_id)) {
       Busy busy(ts);
       source = runtime_.python_location();
     }
-    dumper->record_execution(ctx->record, std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
+    report.record_execution(std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
     if (ctx->in_scene) {
       for (const at::Tensor& t : tensors_of(fn.outputs()))
-        ctx->record.id.stream_id = std::max(ctx->record.id.stream_id, stream_of(t));
+        *report.stream_id() = std::max(*report.stream_id(), stream_of(t));
       Busy busy(ts);
-      scenes_.end(fn, dumper, ctx->record, ctx->scene);
+      scenes_.end(fn, report.shared_dumper(), report.record(), ctx->scene);
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
-    if (dumper->config().dumps_outputs()) {
-      const auto& outs = fn.outputs();
-      capture_all(outs, *dumper, ts, outputs, &ctx->record.id.stream_id);
-    }
-    dumper->dump_op(ctx->record, ctx->inputs, outputs);
+    if (ctx->dump_outputs) capture_all(fn.outputs(), dumper, ts, outputs, report.stream_id());
+    report.dump(ctx->inputs, outputs);
   }
 
   static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const Dumper* dumper,
@@ -564,7 +552,6 @@ class Observer final : public RuntimeListener {
   at::CallbackHandle handle_ = 0;
   std::mutex forward_mutex_;
   std::map<std::pair<uint64_t, int64_t>, ForwardOp> forward_ops_;  // (forward thread, sequence nr)
-  std::atomic<uint64_t> task_counter_{0};
   identity::CallIndex orphan_nodes_;  // under forward_mutex_
   TensorIds ids_;
   std::atomic<int> level_{static_cast<int>(ObserveLevel::Api)};

@@ -12,13 +12,12 @@
 #include "layout/layout.h"
 #include "opdump/error.h"
 #include "opdump/opdump.h"
+#include "runtime/op_report.h"
 #include "runtime/runtime.h"
 #include "util/tensor.h"
 
 namespace opdump {
 namespace {
-
-std::atomic<uint64_t> g_task_counter{0};
 
 // The calls of each op type per scope on this thread, counted afresh every iteration.
 struct ThreadCalls {
@@ -58,37 +57,26 @@ std::vector<DumpTensor> copies_of(const std::vector<TensorView>& views) {
 
 void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
   if (op_type.empty()) throw Error("dump_op: op_type is empty");
-  Runtime& runtime = Runtime::instance();
-  const std::shared_ptr<const RuntimeSnapshot> snapshot = runtime.snapshot();
-  Dumper* dumper = snapshot->dumper.get();
-  const uint64_t iteration = runtime.iteration();
-  if (!dumper || !dumper->iteration_selected(iteration)) return;
-  Dumper::OpLease lease = dumper->enter_op();
-  if (!lease) return;  // the dump is closing
+  const Runtime& runtime = Runtime::instance();
+  OpReport report = OpReport::begin(runtime);
+  if (!report) return;
   const std::vector<TensorView> input_views = views_of(inputs, "input", op_type);
   const std::vector<TensorView> output_views = views_of(outputs, "output", op_type);
 
   thread_local ThreadCalls calls;
-  if (calls.iteration != iteration) {
+  if (calls.iteration != runtime.iteration()) {
     calls.calls.clear();
-    calls.iteration = iteration;
+    calls.iteration = runtime.iteration();
   }
   const std::string& scope = scopes::path();
-  const std::string name = identity::op_name(scope, op_type, calls.calls.next(scope, op_type));
   const std::string& model = scopes::current_model();
-  OpRecord record;
-  record.id = OpIdentity{op_type, name, g_task_counter.fetch_add(1), 0, now_microseconds()};
-  record.model_name = model;
-  if (!model.empty())
-    if (const ModelInfo* m = snapshot->find_model(model)) record.model_id = m->id;
-  record.iteration = iteration;
-  dumper->record_execution(record, {}, {});
-  const DumpConfig& config = dumper->config();
-  if (config.scene != Scene::Normal) return;
-  if (!model.empty() && config.model_dump_needs_reload() && !snapshot->model_enabled(model)) return;
-  if (!dumper->op_selected(model, name, op_type, scopes::marked())) return;
-  dumper->dump_op(record, config.dumps_inputs() ? copies_of(input_views) : std::vector<DumpTensor>{},
-                  config.dumps_outputs() ? copies_of(output_views) : std::vector<DumpTensor>{});
+  report.identify(op_type, identity::op_name(scope, op_type, calls.calls.next(scope, op_type)), model,
+                  report.model_id(model));
+  report.record_execution({}, {});
+  const OpPlan plan = report.decide();
+  if (plan.scene || !plan.dump) return;  // the debug scenes check tensors of adapters only
+  report.dump(plan.inputs ? copies_of(input_views) : std::vector<DumpTensor>{},
+              plan.outputs ? copies_of(output_views) : std::vector<DumpTensor>{});
 }
 
 }  // namespace opdump

@@ -110,6 +110,7 @@ void Runtime::finalize() {
 
 void Runtime::step() {
   const uint64_t next = iteration_.fetch_add(1, std::memory_order_relaxed) + 1;
+  task_counter_.store(0, std::memory_order_relaxed);
   notify_iteration(next);
   update_activity();
 }

@@ -86,6 +86,8 @@ class Runtime {
   // Iterations: step() ends the current one.
   void step();
   uint64_t iteration() const { return iteration_.load(std::memory_order_relaxed); }
+  // The next op's task id: its execution index in the iteration, over every caller of the op path.
+  uint64_t next_task_id() const { return task_counter_.fetch_add(1, std::memory_order_relaxed); }
   // True while a dump is configured, the current iteration is selected and no error stopped it.
   bool dumping() const { return dumping_.load(std::memory_order_relaxed); }
   std::shared_ptr<Dumper> dumper() const;
@@ -147,6 +149,7 @@ class Runtime {
       std::make_shared<std::unordered_map<uint64_t, std::string>>();  // replaced whole, never changed
   std::vector<RuntimeListener*> listeners_;
   std::atomic<uint64_t> iteration_{0};
+  mutable std::atomic<uint64_t> task_counter_{0};  // restarts with each iteration
   std::atomic<bool> dumping_{false};
   std::atomic<bool> broken_{false};
   std::atomic<uint32_t> rank_{0}, device_id_{0};

@@ -1,0 +1,53 @@
+#include "runtime/op_report.h"
+
+#include "layout/layout.h"
+#include "opdump/scopes.h"
+
+namespace opdump {
+
+OpReport OpReport::begin(const Runtime& runtime) {
+  OpReport report;
+  report.snapshot_ = runtime.snapshot();
+  if (!report.snapshot_->dumper || !report.snapshot_->dumper->iteration_selected(runtime.iteration())) return report;
+  report.lease_ = report.snapshot_->dumper->enter_op();
+  if (!report.lease_) return report;  // the dump is closing
+  report.dumper_ = report.snapshot_->dumper;
+  report.runtime_ = &runtime;
+  return report;
+}
+
+uint64_t OpReport::model_id(const std::string& model) const {
+  if (model.empty()) return 0;
+  const ModelInfo* m = snapshot_->find_model(model);
+  return m ? m->id : 0;
+}
+
+void OpReport::identify(const std::string& op_type, std::string name, std::string model, uint64_t model_id) {
+  record_.id = OpIdentity{op_type, std::move(name), runtime_->next_task_id(), 0, now_microseconds()};
+  record_.model_name = std::move(model);
+  record_.model_id = model_id;
+  record_.iteration = runtime_->iteration();
+}
+
+OpPlan OpReport::decide() const {
+  OpPlan plan;
+  const DumpConfig& config = dumper_->config();
+  const std::string& model = record_.model_name;
+  if (!model.empty() && config.model_dump_needs_reload() && !snapshot_->model_enabled(model)) return plan;
+  plan.scene = config.scene != Scene::Normal;
+  // Outside the watcher, a debug scene dumps nothing unless one of its checks fires.
+  if (plan.scene && config.scene != Scene::Watcher) return plan;
+  if (!dumper_->op_selected(model, record_.id.op_name, record_.id.op_type, scopes::marked())) return plan;
+  plan.dump = true;
+  plan.inputs = config.dumps_inputs();
+  plan.outputs = config.dumps_outputs();
+  plan.kernel_args = config.save_kernel_args;
+  return plan;
+}
+
+void OpReport::record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+                                const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
+  dumper_->record_execution(record_, std::move(input_ids), std::move(output_ids), source, named);
+}
+
+}  // namespace opdump

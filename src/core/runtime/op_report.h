@@ -1,0 +1,71 @@
+// The op path, written once for every caller: the PyTorch observer, dump_op() of runtimes without
+// an adapter, and the paths that dump ops of their own (the .h5 dumper, load mode). An adapter
+// names its ops (identity/op_names.h) and captures their tensors; everything between (the
+// runtime's snapshot, the dump's lease, the task numbering, the model, the reload rule, the debug
+// scene and the selection, in that one order) happens here.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dumper/dumper.h"
+#include "runtime/runtime.h"
+
+namespace opdump {
+
+// What happens to an op, decided once when it begins (OpReport::decide).
+struct OpPlan {
+  bool scene = false;    // a debug scene (overflow, exception, watcher) checks it
+  bool dump = false;     // selected: its tensors are dumped
+  bool inputs = false;   // ...these sides of it (input_output)
+  bool outputs = false;
+  bool kernel_args = false;  // ...and its arguments (save_kernel_args)
+};
+
+// One op's passage through the core, from begin() to dump(). Holding it keeps the dump open (its
+// lease): finalize waits for the op.
+class OpReport {
+ public:
+  OpReport() = default;
+  // Empty when no dump is configured, the current iteration is not selected, or the dump is
+  // closing: the op is not reported at all.
+  static OpReport begin(const Runtime& runtime);
+  explicit operator bool() const { return static_cast<bool>(lease_); }
+
+  Dumper& dumper() const { return *dumper_; }
+  const std::shared_ptr<Dumper>& shared_dumper() const { return dumper_; }
+  const DumpConfig& config() const { return dumper_->config(); }
+  const RuntimeSnapshot& snapshot() const { return *snapshot_; }
+
+  // The registered id of a model ("" or unregistered: 0).
+  uint64_t model_id(const std::string& model) const;
+  // The op takes the next task id of the iteration (every op of the observed level, dumped or not,
+  // so that execution orders of two runs line up) and becomes the record the files are named by.
+  void identify(const std::string& op_type, std::string name, std::string model, uint64_t model_id);
+  const OpRecord& record() const { return record_; }
+  uint64_t* stream_id() { return &record_.id.stream_id; }  // the device stream, as capture finds it
+
+  // The reload rule (CANN applies an acl model dump only to models loaded after it was set), then
+  // the debug scene, then the selection (model, kernels, marked scopes).
+  OpPlan decide() const;
+
+  // The execution order (and graphs/ with `source`), dumped or not.
+  void record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+                        const std::string& source = "", const std::vector<std::pair<uint64_t, std::string>>& named = {});
+  void write_kernel_args(std::string json) { dumper_->write_kernel_args(record_, std::move(json)); }
+  // The op's tensors to the writer.
+  void dump(const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
+    dumper_->dump_op(record_, inputs, outputs);
+  }
+
+ private:
+  std::shared_ptr<const RuntimeSnapshot> snapshot_;
+  std::shared_ptr<Dumper> dumper_;
+  Dumper::OpLease lease_;
+  OpRecord record_;
+  const Runtime* runtime_ = nullptr;
+};
+
+}  // namespace opdump
