@@ -109,6 +109,7 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
 // as the op left them until then, so a firing check dumps them as they were.
 class LazyCheck final : public LazyWork {
  public:
+  bool in_order() const override { return true; }
   LazyCheck(PendingWork& barrier, KnownChecks& known, std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked)
       : LazyWork(barrier),

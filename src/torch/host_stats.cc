@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <chrono>
 #include <pthread.h>
 
 #include <cstring>
@@ -73,6 +74,7 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
 namespace {
 std::atomic<bool> g_forked_child{false};
 thread_local bool t_background_thread = false;
+constexpr auto kLinger = std::chrono::microseconds(1000);  // the background thread's look for more work
 }  // namespace
 
 bool PendingWork::on_background_thread() { return t_background_thread; }
@@ -119,7 +121,8 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
     std::lock_guard<std::mutex> lock(queue_mutex_);
     if (!worker_) worker_ = std::make_unique<std::thread>([this] { worker_loop(); });
     queue_.push_back(work);
-    wake = worker_waiting_;  // a busy worker finds it without a wake-up call
+    // A busy or lingering worker finds it without a wake-up call.
+    wake = worker_waiting_ || (worker_lingering_ && work->in_order());
   }
   if (wake) queue_cv_.notify_one();
 }
@@ -130,9 +133,19 @@ void PendingWork::worker_loop() {
   std::vector<std::weak_ptr<LazyWork>> batch;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (true) {
-    worker_waiting_ = true;
-    queue_cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
-    worker_waiting_ = false;
+    // After a batch the thread lingers a little, looking for more without being called: a dumped
+    // step adds work every few hundred microseconds, and each wake-up call is a futex system call
+    // and an inter-processor interrupt on the training thread (5 ms per resnet18 step here).
+    if (queue_.empty() && !stopping_) {
+      worker_lingering_ = true;
+      queue_cv_.wait_for(lock, kLinger, [this] { return !queue_.empty() || stopping_; });
+      worker_lingering_ = false;
+    }
+    if (queue_.empty() && !stopping_) {
+      worker_waiting_ = true;
+      queue_cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      worker_waiting_ = false;
+    }
     if (stopping_) return;
     batch.swap(queue_);
     lock.unlock();

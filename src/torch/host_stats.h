@@ -35,6 +35,9 @@ class LazyWork {
   virtual ~LazyWork();
   void run();
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // Reported as it is done, where the order matters (overflow checks: overflow_number dumps the
+  // first ones in execution order): the background thread is called at once, never left to find it.
+  virtual bool in_order() const { return false; }
 
  protected:
   explicit LazyWork(PendingWork& barrier, bool done = false) : barrier_(barrier) {
@@ -133,6 +136,7 @@ class PendingWork {
   std::condition_variable queue_cv_;
   std::vector<std::weak_ptr<LazyWork>> queue_;
   bool worker_waiting_ = false;
+  bool worker_lingering_ = false;  // after a batch, looking for more without being called
   bool stopping_ = false;
   std::unique_ptr<std::thread> worker_;  // started with the first work
   // In a forked child (DataLoader workers) the background thread is gone and locks may have

@@ -20,6 +20,7 @@ namespace opdump {
 namespace {
 
 constexpr size_t kRowBatch = 64;
+constexpr size_t kPlaceholderBatchBytes = 16384;
 
 void check_writable(const std::string& path) {
   make_dirs(path);
@@ -168,11 +169,29 @@ void Dumper::record_placeholders(const OpRecord& op, const std::string& folder, 
       if (!lost.count++) lost.example = op.id.op_name;
     }
   if (rows.empty()) return;
-  writer_->run(rows.size(), [this, folder, rows] {
-    // One writer thread at a time, so that the header is written once, first.
+  bool full;
+  {
     std::lock_guard<std::mutex> lock(placeholders_mutex_);
-    const bool fresh = placeholder_files_.insert(folder).second;
-    append_to_file(folder + "/" + kPlaceholdersFile, (fresh ? placeholders_csv_header() : "") + rows);
+    if (pending_placeholders_.empty() || pending_placeholders_.back().first != folder)
+      pending_placeholders_.emplace_back(folder, std::string());
+    pending_placeholders_.back().second += rows;
+    pending_placeholder_bytes_ += rows.size();
+    full = pending_placeholder_bytes_ >= kPlaceholderBatchBytes;
+  }
+  if (full) flush_placeholders();
+}
+
+void Dumper::flush_placeholders() {
+  writer_->run(kPlaceholderBatchBytes, [this] {
+    // The rows pending when the task runs, taken and written under one lock: files get them in the
+    // order they came, and the header once, first.
+    std::lock_guard<std::mutex> lock(placeholders_mutex_);
+    for (const auto& [folder, rows] : pending_placeholders_) {
+      const bool fresh = placeholder_files_.insert(folder).second;
+      append_to_file(folder + "/" + kPlaceholdersFile, (fresh ? placeholders_csv_header() : "") + rows);
+    }
+    pending_placeholders_.clear();
+    pending_placeholder_bytes_ = 0;
   });
 }
 
@@ -290,6 +309,12 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
 }
 
 void Dumper::flush_pending_rows() {
+  bool placeholders;
+  {
+    std::lock_guard<std::mutex> lock(placeholders_mutex_);
+    placeholders = pending_placeholder_bytes_ > 0;
+  }
+  if (placeholders) flush_placeholders();
   auto batch = std::make_shared<std::vector<PendingRow>>();
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);

@@ -215,6 +215,11 @@ class Dumper {
   std::vector<PendingRow> pending_rows_;
   std::mutex placeholders_mutex_;
   std::set<std::string> placeholder_files_;  // folders whose placeholders.csv has its header
+  // Rows not yet written, by folder, in the order they came (one writer task per batch: a task per
+  // op woke a writer thread per op, a system call on the training thread each time).
+  std::vector<std::pair<std::string, std::string>> pending_placeholders_;
+  size_t pending_placeholder_bytes_ = 0;
+  void flush_placeholders();
   struct LostData {
     uint64_t count = 0;
     std::string example;  // the first op it happened to
