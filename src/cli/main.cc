@@ -3,11 +3,12 @@
 
 #include "commands.h"
 #include "opdump/error.h"
+#include "opdump/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"opdump: operator-level data dump and accuracy analysis for deep-learning runtimes"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "opdump 0.1.0");
+  app.set_version_flag("--version", "opdump " OPDUMP_VERSION);
   int exit_code = opdump::cli::kExitOk;
   opdump::cli::remember_command_line(argc, argv);
   opdump::cli::add_config_command(app, &exit_code);

@@ -1,5 +1,6 @@
 #include "host_stats.h"
 
+#include "util/fork.h"
 #include "util/log.h"
 #include "util/thread_budget.h"
 #include "util/thread_name.h"
@@ -72,7 +73,6 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
 }
 
 namespace {
-std::atomic<bool> g_forked_child{false};
 thread_local bool t_background_thread = false;
 constexpr auto kLinger = std::chrono::microseconds(1000);  // the background thread's look for more work
 }  // namespace
@@ -85,8 +85,7 @@ void PendingWork::set_placement(HostWork where) {
 }
 
 PendingWork::PendingWork() {
-  static std::once_flag registered;
-  std::call_once(registered, [] { ::pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true); }); });
+  watch_forks();
 }
 
 PendingWork::~PendingWork() {
@@ -100,7 +99,7 @@ PendingWork::~PendingWork() {
   else worker_->join();
 }
 
-bool PendingWork::in_forked_child() { return g_forked_child.load(std::memory_order_relaxed); }
+bool PendingWork::in_forked_child() { return opdump::in_forked_child(); }
 
 void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work) {
   if (in_forked_child() || runs_inline()) {

@@ -6,6 +6,7 @@
 
 #include "compare/compare.h"
 #include "opdump/error.h"
+#include "util/path.h"
 
 namespace opdump {
 namespace {
@@ -28,7 +29,7 @@ void number(lxw_worksheet* ws, uint32_t row, uint16_t col, double v, lxw_format*
 
 void write_compare_xlsx(const CompareResult& result, const std::string& path, uint32_t rows_per_sheet) {
   if (rows_per_sheet == 0) rows_per_sheet = kRowsPerSheet;
-  const std::string temp = path + ".opdump-tmp";
+  const std::string temp = folder_of(path) + "/" + std::string(kTemporaryPrefix) + base_name(path);
   lxw_workbook* wb = workbook_new(temp.c_str());
   if (!wb) throw IoError(path, "cannot create the workbook", errno);
   lxw_format* head = workbook_add_format(wb);

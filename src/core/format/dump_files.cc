@@ -12,16 +12,6 @@ namespace fs = std::filesystem;
 
 namespace opdump {
 
-std::string base_name(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string folder_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
 std::set<std::string> msprobe_tensor_folders(const std::vector<DumpFile>& files) {
   std::set<std::string> folders;
   for (const DumpFile& f : files)
@@ -73,7 +63,7 @@ std::vector<DumpFile> scan_dump(const std::string& path) {
     }
     if (!it->is_regular_file(ec)) continue;
     const std::string p = it->path().string();
-    if (base_name(p).rfind(".opdump-tmp.", 0) == 0) continue;
+    if (is_temporary_name(base_name(p))) continue;
     // Lexically: the iterator's paths start with `path` (fs::relative would resolve symlinks with a
     // readlink per path component, a third of the time of indexing a dump of many small files).
     out.push_back({p, it->path().lexically_relative(path).string(), classify(p)});

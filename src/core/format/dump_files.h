@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "util/path.h"  // folder_of, base_name: readers of this header use them on the files
+
 namespace opdump {
 
 // OpdebugRecord: CANN's overflow records (format/opdebug.h), bin or MindSpore's json.
@@ -23,8 +25,5 @@ DumpFileKind classify(const std::string& path);
 // The dump_tensor_data/ folders of the msprobe dump.json files among `files`: their tensors are
 // read through their dump.json, not as files of their own.
 std::set<std::string> msprobe_tensor_folders(const std::vector<DumpFile>& files);
-// The folder part of a path ("." for a bare name).
-std::string folder_of(const std::string& path);
-std::string base_name(const std::string& path);
 
 }  // namespace opdump

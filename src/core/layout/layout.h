@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "util/path.h"  // join_path, make_dirs: what layouts are made of
+
 namespace opdump {
 
 // '.', '/', '\\' and spaces become '_' (CANN's and MindSpore's rule); control characters, NUL and bytes
@@ -56,12 +58,6 @@ struct ParsedDumpName {
   std::string slice;  // FFTS+ fields after the timestamp ("4.1.0.0"); "" in the plain form
 };
 bool parse_dump_file_name(std::string_view file_name, ParsedDumpName* out);
-
-// Joins a relative path below a root, refusing anything that would leave it.
-std::string join_path(const std::string& root, std::string_view relative);
-
-// Creates a folder and its parents with mode 0750. Throws IoError.
-void make_dirs(const std::string& path);
 
 // A file name shortened to at most max_bytes, the same in every run: its longest '.'-separated
 // field (the op name) becomes its first bytes, '~' and a hash of the whole field, so that the

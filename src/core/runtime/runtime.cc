@@ -1,6 +1,8 @@
 // The process-wide dump runtime.
 #include "runtime/runtime.h"
 
+#include "util/fork.h"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -13,15 +15,12 @@
 namespace opdump {
 namespace {
 
-// After fork() the child (a DataLoader worker, say) has no writer threads: it never dumps.
-std::atomic<bool> g_forked_child{false};
-void mark_forked_child() { g_forked_child.store(true); }
 
 }  // namespace
 
 Runtime& Runtime::instance() {
   static Runtime* runtime = [] {
-    ::pthread_atfork(nullptr, nullptr, &mark_forked_child);
+    watch_forks();  // a forked child (a DataLoader worker) has no writer threads: it never dumps
     return new Runtime();
   }();
   return *runtime;
@@ -96,7 +95,7 @@ WriterReport Runtime::finalize_dump() {
     publish_locked();
   }
   update_activity();
-  if (!d || g_forked_child.load()) return {};
+  if (!d || in_forked_child()) return {};
   d->stop_ops();
   notify_ending(*d);
   return d->finalize(iteration_.load());
@@ -116,7 +115,7 @@ void Runtime::step() {
 }
 
 std::shared_ptr<Dumper> Runtime::dumper() const {
-  if (g_forked_child.load(std::memory_order_relaxed)) return nullptr;  // as snapshot(): no dump after fork
+  if (in_forked_child()) return nullptr;  // as snapshot(): no dump after fork
   std::lock_guard<std::mutex> lock(mutex_);
   return dumper_;
 }
@@ -167,7 +166,7 @@ void Runtime::publish_locked() {
 std::shared_ptr<const RuntimeSnapshot> Runtime::snapshot() const {
   // A forked child (a DataLoader worker) sees no dump: the parent's writer threads did not come
   // along, and its locks and condition variables may be held by threads that are not there.
-  if (g_forked_child.load(std::memory_order_relaxed)) {
+  if (in_forked_child()) {
     static const auto* nothing = new std::shared_ptr<const RuntimeSnapshot>(std::make_shared<RuntimeSnapshot>());
     return *nothing;
   }
@@ -177,7 +176,7 @@ std::shared_ptr<const RuntimeSnapshot> Runtime::snapshot() const {
     uint64_t version = 0;
     std::shared_ptr<const RuntimeSnapshot> value;
     ~Cached() {  // a forked child never destroys a Dumper: its threads stayed in the parent
-      if (g_forked_child.load()) new std::shared_ptr<const RuntimeSnapshot>(std::move(value));
+      if (in_forked_child()) new std::shared_ptr<const RuntimeSnapshot>(std::move(value));
     }
   };
   thread_local Cached cached;
@@ -285,7 +284,7 @@ void Runtime::update_activity() {
   bool now;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    now = dumper_ && !broken_.load() && !g_forked_child.load() && dumper_->iteration_selected(iteration_.load());
+    now = dumper_ && !broken_.load() && !in_forked_child() && dumper_->iteration_selected(iteration_.load());
     if (now == dumping_.load()) return;
     dumping_.store(now);
     listeners = listeners_;

@@ -14,6 +14,8 @@
 #include "opdump/error.h"
 #include "writer/atomic_file.h"
 
+#include "util/path.h"
+
 namespace opdump {
 namespace {
 
@@ -142,17 +144,11 @@ void append_to_file(const std::string& path, const std::string& text) {
 }
 
 namespace {
-std::string folder_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 std::atomic<bool> g_unnamed_files{true};
 
 // A temporary name beside `path` (".opdump-tmp.PID.N": readers of a dump skip such names).
 std::string temp_path_for(const std::string& path) {
-  return folder_of(path) + "/.opdump-tmp." + std::to_string(::getpid()) + "." +
+  return folder_of(path) + "/" + std::string(kTemporaryPrefix) + std::to_string(::getpid()) + "." +
          std::to_string(g_temp_counter.fetch_add(1, std::memory_order_relaxed));
 }
 
