@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "compare/compare.h"
+#include "compare/reports.h"
 #include "compare/op_arguments.h"
 #include "read/dump_index.h"
 #include "opdump/error.h"

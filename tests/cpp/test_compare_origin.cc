@@ -6,6 +6,7 @@
 
 #include "dump_builder.h"
 #include "compare/compare.h"
+#include "compare/reports.h"
 #include "opdump/error.h"
 #include "test_util.h"
 

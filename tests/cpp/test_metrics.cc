@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "compare/compare.h"
+#include "compare/metrics.h"
 
 using namespace opdump;
 

@@ -1,5 +1,6 @@
 // The accuracy analyzer: compares two dumps operator by operator and finds the first operator
 // where the numbers part (the "Model Accuracy Analyzer" of the CANN Data Dump guide and aclmdlSetDump reference).
+// The tensor metrics are in metrics.h, the origin search in origin.h, the report writers in reports.h.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -9,58 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "compare/metrics.h"
 #include "read/dump_index.h"
 #include "layout/layout.h"
 #include "stats/stats.h"
 #include "util/tensor.h"
 
 namespace opdump {
-
-// ---- metrics --------------------------------------------------------------------------------
-
-// Computed in float64 over the flattened tensors; definitions in docs/compare.md.
-struct TensorMetrics {
-  uint64_t count = 0;
-  double cosine = 0;
-  double max_abs_err = 0;
-  double max_rel_err = 0;
-  double mean_rel_err = 0;
-  double accumulated_rel_err = 0;
-  double rel_euclidean = 0;
-  double euclidean = 0;
-  double mean_abs_err = 0;
-  double rmse = 0;
-  double kl_divergence = 0;  // NaN unless asked for (a second pass)
-  double mean_x = 0, std_x = 0, mean_y = 0, std_y = 0;
-  double one_thousandth_ratio = 0;   // fraction with |x-y| / |y| < 0.001 (|x-y| / eps of the dtype where y is 0)
-  double five_thousandths_ratio = 0;  // ... < 0.005
-  double sqnr_db = 0;
-  uint64_t nan_inf_same_position = 0;  // elements set to 0 on both sides before the metrics
-};
-
-class ThreadBudget;
-
-struct MetricsOptions {
-  bool kl_divergence = false;
-  unsigned threads = 0;  // inside one large tensor (0 = all cores)
-  // Shared with other work running at the same time (compare's rows): the extra threads for one
-  // large tensor come from it. Null: `threads` are started regardless.
-  ThreadBudget* budget = nullptr;
-};
-
-// x = data under test, y = reference. Shapes must have the same element count; non-finite
-// values must be at the same positions (else *mismatch is set and nothing is computed).
-TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const MetricsOptions& options,
-                              bool* nan_position_mismatch);
-
-// Counts of |x - y| per decade, CompareRow::abs_err_histogram's bins (non-finite differences are
-// left out), split across `threads` for large tensors.
-std::vector<uint64_t> abs_error_histogram(const TensorView& x, const TensorView& y, unsigned threads);
-
-// Values [begin, begin + n) of a tensor as float64 (complex: interleaved real and imaginary).
-void widen_values(const TensorView& v, size_t begin, size_t n, double* out);
-
-// ---- comparison -----------------------------------------------------------------------------
 
 enum class Verdict { Pass, Warning, Error, NotCompared };
 std::string_view to_string(Verdict v);
@@ -184,23 +140,7 @@ struct CompareResult {
 
 CompareResult compare_dumps(const std::string& target, const std::string& reference, const CompareOptions& options);
 
-// The Python line an op of a dump was called from (graphs/*.ir of its run), or "".
-std::string find_source_line(const DumpEntry& entry);
-
 // Loads a mapping file: one "target_name,reference_name" per line (csv), '#' comments.
 std::vector<std::pair<std::string, std::string>> load_mapping(const std::string& path);
-
-// "conv2d Default/net-Net/conv1-Conv2d/conv2d-op0 (forward, rank 0, iteration 2)"
-std::string divergent_op_text(const DivergentOp& op);
-// The same for the origin, saying what kind of origin it is ("extra op in the target: ...").
-std::string divergence_headline(const FirstDivergence& f);
-
-// Reports.
-// compare_summary.json: counts, the first divergence and what it reaches, notes.
-void write_compare_summary(const CompareResult& result, const std::string& path);
-void write_compare_csv(const CompareResult& result, const std::string& path);
-// rows_per_sheet: 0 = 1,048,500 (a smaller value is for tests).
-void write_compare_xlsx(const CompareResult& result, const std::string& path, uint32_t rows_per_sheet = 0);
-void write_compare_html(const CompareResult& result, const std::string& path, const std::string& title);
 
 }  // namespace opdump

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "metrics_kernels.h"
-#include "compare/compare.h"
+#include "compare/metrics.h"
 #include "util/cpu_features.h"
 #include "util/thread_budget.h"
 #include "opdump/error.h"

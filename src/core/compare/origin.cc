@@ -20,6 +20,7 @@
 
 #include "compare/op_arguments.h"
 #include "compare/precision.h"
+#include "compare/source_lines.h"
 #include "opdump/error.h"
 
 namespace opdump::detail {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "compare/compare.h"
+#include "compare/reports.h"
 #include "format/statistic_csv.h"
 #include "writer/atomic_file.h"
 

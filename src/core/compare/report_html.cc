@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "compare/compare.h"
+#include "compare/reports.h"
 #include "util/html.h"
 #include "writer/atomic_file.h"
 

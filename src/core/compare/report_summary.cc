@@ -1,7 +1,7 @@
 // compare_summary.json and the one-line texts of the first divergence shared by every report.
 #include <nlohmann/json.hpp>
 
-#include "compare/compare.h"
+#include "compare/reports.h"
 #include "writer/atomic_file.h"
 
 namespace opdump {

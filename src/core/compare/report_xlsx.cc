@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "compare/compare.h"
+#include "compare/reports.h"
 #include "opdump/error.h"
 #include "util/path.h"
 

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "compare/compare.h"
+#include "compare/source_lines.h"
 #include "layout/layout.h"
 #include "opdump/error.h"
 #include "util/file_read.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <vector>
 
-#include "compare/compare.h"
+#include "compare/metrics.h"
 #include "debug_scenes/debug_scenes.h"
 #include "opdump/error.h"
 
