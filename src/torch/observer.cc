@@ -23,7 +23,7 @@
 #include "observer.h"
 
 #include "capture.h"
-#include "debug_scenes.h"
+#include "scene_capture.h"
 #include "device_reduce.h"
 #include "host_stats.h"
 #include "identity/op_names.h"

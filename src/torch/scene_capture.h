@@ -1,5 +1,5 @@
 // Overflow, exception and watcher capture for PyTorch ops (the scenes themselves, framework-free,
-// are in opdump/debug_scenes.h).
+// are in src/core/debug_scenes/).
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>

@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "capture.h"
-#include "debug_scenes.h"
+#include "scene_capture.h"
 #include "device_reduce.h"
 #include "kernel_args.h"
 #include "host_stats.h"
