@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 #include "commands.h"
 #include "compare/compare.h"
@@ -16,39 +17,44 @@
 
 namespace opdump::cli {
 
+// The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
+struct CompareCommandOptions {
+  std::string target, reference, out, mapping, thresholds, fail_on, replay = "auto";
+  bool kl = false, no_align = false, quiet = false, xlsx = false, list_ranks = false;
+  std::vector<uint32_t> ranks;
+  uint32_t rows_per_sheet = 0;
+  unsigned threads = 0;
+};
+
 void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
+  auto opt = std::make_shared<CompareCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
   auto* cmd = app.add_subcommand("compare",
                                  "Compare two dumps operator by operator and name the first operator where they part");
-  static std::string target, reference, out, mapping, thresholds, fail_on, replay = "auto";
-  static bool kl = false, no_align = false, quiet = false, xlsx = false, list_ranks = false;
-  static std::vector<uint32_t> ranks;
-  static uint32_t rows_per_sheet = 0;
-  static unsigned threads = 0;
-  cmd->add_option("TARGET", target, "The dump under test (folder or file)")->required();
-  cmd->add_option("REF", reference, "The reference dump (folder or file)")->required();
-  auto* output = cmd->add_option("-o,--output", out, "Folder for compare_result.csv, compare_report.html (and .xlsx)");
-  cmd->add_option("--mapping", mapping, "CSV of target_name,reference_name rules (names or name-regex(...))");
-  cmd->add_option("--thresholds", thresholds, "JSON file overriding the verdict thresholds (docs/compare.md)");
-  cmd->add_flag("--kl", kl, "Also compute the KL divergence (a second pass over the data)");
-  cmd->add_flag("--no-align", no_align, "Match by name only (no alignment by execution order and op type)");
-  cmd->add_option("--threads", threads, "Worker threads (default: all cores)");
-  cmd->add_flag("--xlsx", xlsx, "Also write compare_result.xlsx (errors red, warnings yellow)");
-  cmd->add_option("--rows-per-sheet", rows_per_sheet, "xlsx rows per sheet (default 1048500)");
-  cmd->add_flag("-q,--quiet", quiet, "No progress bar");
-  cmd->add_option("--ranks", ranks, "Compare only these ranks (Ascend: devices), e.g. --ranks 0,1")->delimiter(',');
-  cmd->add_flag("--list-ranks", list_ranks,
+  cmd->add_option("TARGET", opt->target, "The dump under test (folder or file)")->required();
+  cmd->add_option("REF", opt->reference, "The reference dump (folder or file)")->required();
+  auto* output = cmd->add_option("-o,--output", opt->out, "Folder for compare_result.csv, compare_report.html (and .xlsx)");
+  cmd->add_option("--mapping", opt->mapping, "CSV of target_name,reference_name rules (names or name-regex(...))");
+  cmd->add_option("--thresholds", opt->thresholds, "JSON file overriding the verdict thresholds (docs/compare.md)");
+  cmd->add_flag("--kl", opt->kl, "Also compute the KL divergence (a second pass over the data)");
+  cmd->add_flag("--no-align", opt->no_align, "Match by name only (no alignment by execution order and op type)");
+  cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)");
+  cmd->add_flag("--xlsx", opt->xlsx, "Also write compare_result.xlsx (errors red, warnings yellow)");
+  cmd->add_option("--rows-per-sheet", opt->rows_per_sheet, "xlsx rows per sheet (default 1048500)");
+  cmd->add_flag("-q,--quiet", opt->quiet, "No progress bar");
+  cmd->add_option("--ranks", opt->ranks, "Compare only these ranks (Ascend: devices), e.g. --ranks 0,1")->delimiter(',');
+  cmd->add_flag("--list-ranks", opt->list_ranks,
                 "Print the ranks both dumps hold files of, as JSON, and exit (-o is then not needed)");
-  cmd->add_option("--replay", replay,
+  cmd->add_option("--replay", opt->replay,
                   "Cross-replay ops whose inputs already differ (re-run the reference's op on the target's inputs in "
                   "float64; needs the PyTorch adapter and both dumps' arguments): auto (when both dumps recorded "
                   "them), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_option("--fail-on", fail_on,
+  cmd->add_option("--fail-on", opt->fail_on,
                   "Exit 3 when a row is an error (error) or a warning or error (warning): a gate for CI jobs")
       ->check(CLI::IsMember({"error", "warning"}));
-  cmd->callback([exit_code, output, extras] {
-    if (list_ranks) {  // for launchers that split a compare across processes (python -m opdump compare)
-      const std::vector<uint32_t> t = dump_ranks(target), r = dump_ranks(reference);
+  cmd->callback([opt, exit_code, output, extras] {
+    if (opt->list_ranks) {  // for launchers that split a compare across processes (python -m opdump compare)
+      const std::vector<uint32_t> t = dump_ranks(opt->target), r = dump_ranks(opt->reference);
       std::string list;
       for (uint32_t x : t)
         if (std::find(r.begin(), r.end(), x) != r.end()) list += (list.empty() ? "" : ", ") + std::to_string(x);
@@ -57,13 +63,13 @@ void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
       return;
     }
     if (output->count() == 0) throw CLI::RequiredError("--output");
-    if (!extras.cross_replay && replay != "off") {
+    if (!extras.cross_replay && opt->replay != "off") {
       // The cross-replay needs ATen: the adapter's program runs this same compare with it.
       const std::string program = adapter_program("opdump_replay");
-      if (program.empty() && replay == "on")
+      if (program.empty() && opt->replay == "on")
         throw Error("--replay on needs the PyTorch adapter (opdump_replay beside this binary): this build has none");
-      if (!program.empty() && (replay == "on" || (detail::dump_has_kernel_args(target) &&
-                                                  detail::dump_has_kernel_args(reference)))) {
+      if (!program.empty() && (opt->replay == "on" || (detail::dump_has_kernel_args(opt->target) &&
+                                                  detail::dump_has_kernel_args(opt->reference)))) {
         std::vector<std::string> args(command_line().begin() + 1, command_line().end());
         const int code = run_adapter_program(program, std::move(args));
         if (code != 127) {
@@ -71,19 +77,19 @@ void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
           return;
         }
         // An install whose PyTorch libraries do not load: compare still works, without the re-runs.
-        if (replay == "on") throw Error("--replay on: " + program + " could not start (see above)");
+        if (opt->replay == "on") throw Error("--replay on: " + program + " could not start (see above)");
         std::fprintf(stderr, "opdump: note: %s could not start: comparing without cross-replay\n", program.c_str());
       }
     }
     CompareOptions o;
-    if (replay != "off") o.cross_replay = extras.cross_replay;
-    o.ranks.insert(ranks.begin(), ranks.end());
-    o.metrics.kl_divergence = kl;
-    o.align_unmatched = !no_align;
-    o.threads = threads;
-    if (!mapping.empty()) o.mapping = load_mapping(mapping);
-    if (!thresholds.empty()) o.thresholds = load_thresholds(thresholds);
-    if (!quiet && ::isatty(2))
+    if (opt->replay != "off") o.cross_replay = extras.cross_replay;
+    o.ranks.insert(opt->ranks.begin(), opt->ranks.end());
+    o.metrics.kl_divergence = opt->kl;
+    o.align_unmatched = !opt->no_align;
+    o.threads = opt->threads;
+    if (!opt->mapping.empty()) o.mapping = load_mapping(opt->mapping);
+    if (!opt->thresholds.empty()) o.thresholds = load_thresholds(opt->thresholds);
+    if (!opt->quiet && ::isatty(2))
       o.progress = [](size_t done, size_t total) {
         if (done != total && done % 64) return;
         const int width = 40, filled = static_cast<int>(width * done / std::max<size_t>(total, 1));
@@ -92,14 +98,14 @@ void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
         if (done == total) std::fputc('\n', stderr);
       };
     const auto t0 = std::chrono::steady_clock::now();
-    CompareResult r = compare_dumps(target, reference, o);
+    CompareResult r = compare_dumps(opt->target, opt->reference, o);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o.cross_replay && extras.note) r.notes.push_back(extras.note());
-    make_dirs(out);
-    write_compare_csv(r, out + "/compare_result.csv");
-    write_compare_summary(r, out + "/compare_summary.json");
-    write_compare_html(r, out + "/compare_report.html", "opdump compare: " + target + " vs " + reference);
-    if (xlsx) write_compare_xlsx(r, out + "/compare_result.xlsx", rows_per_sheet);
+    make_dirs(opt->out);
+    write_compare_csv(r, opt->out + "/compare_result.csv");
+    write_compare_summary(r, opt->out + "/compare_summary.json");
+    write_compare_html(r, opt->out + "/compare_report.html", "opdump compare: " + opt->target + " vs " + opt->reference);
+    if (opt->xlsx) write_compare_xlsx(r, opt->out + "/compare_result.xlsx", opt->rows_per_sheet);
     for (const auto& note : r.notes) std::fprintf(stderr, "opdump: note: %s\n", note.c_str());
     std::printf("compared %zu tensor pairs (%.1f MB in %.2f s, %.2f GB/s): %zu pass, %zu warning, %zu error, "
                 "%zu not compared; %zu unmatched, %zu matched by execution order\n",
@@ -122,10 +128,10 @@ void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
     } else {
       std::printf("no divergence found%s%s\n", r.precision.empty() ? "" : ": ", r.precision.c_str());
     }
-    std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", out.c_str(), out.c_str());
-    if ((fail_on == "error" && r.errors) || (fail_on == "warning" && (r.errors || r.warnings))) {
+    std::printf("report: %s/compare_report.html\ncsv:    %s/compare_result.csv\n", opt->out.c_str(), opt->out.c_str());
+    if ((opt->fail_on == "error" && r.errors) || (opt->fail_on == "warning" && (r.errors || r.warnings))) {
       std::fprintf(stderr, "opdump: compare found %zu error and %zu warning rows (--fail-on %s)\n", r.errors, r.warnings,
-                   fail_on.c_str());
+                   opt->fail_on.c_str());
       *exit_code = kExitFound;
       return;
     }

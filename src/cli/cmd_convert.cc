@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "commands.h"
 #include "format/statistic_csv.h"
@@ -151,44 +152,49 @@ void convert_pt(const DumpFile& f, const std::string& out_root, const std::strin
 
 }  // namespace
 
+// The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
+struct ConvertCommandOptions {
+  std::string src, out, to, format, shape_text;
+};
+
 void add_convert_command(CLI::App& app, int* exit_code) {
+  auto opt = std::make_shared<ConvertCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
   auto* cmd = app.add_subcommand(
       "convert", "Convert dump files: Ascend bin -> one npy per input/output; torch.save .pt (msprobe) -> npy; npy -> txt (one value per line)");
-  static std::string src, out, to, format, shape_text;
-  cmd->add_option("SRC", src, "A dump file or a folder of them")->required();
-  cmd->add_option("-o,--output", out, "Folder for the converted files (created)")->required();
-  cmd->add_option("--to", to, "Target format: npy (default for bin files) or txt (default for npy files)")
+  cmd->add_option("SRC", opt->src, "A dump file or a folder of them")->required();
+  cmd->add_option("-o,--output", opt->out, "Folder for the converted files (created)")->required();
+  cmd->add_option("--to", opt->to, "Target format: npy (default for bin files) or txt (default for npy files)")
       ->check(CLI::IsMember({"npy", "txt"}));
-  cmd->add_option("-f,--format", format, "Convert device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NHWC, HWCN) to NCHW/ND")
+  cmd->add_option("-f,--format", opt->format, "Convert device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NHWC, HWCN) to NCHW/ND")
       ->check(CLI::IsMember({"NCHW", "ND"}));
-  cmd->add_option("--shape", shape_text, "Logical shape (e.g. 32,256,13,13) for tensors whose header has none");
-  cmd->callback([exit_code] {
+  cmd->add_option("--shape", opt->shape_text, "Logical shape (e.g. 32,256,13,13) for tensors whose header has none");
+  cmd->callback([opt, exit_code] {
     ConvertOptions o;
-    o.to = to.empty() ? "npy" : to;
-    o.host_format = !format.empty();
-    if (!shape_text.empty()) {
+    o.to = opt->to.empty() ? "npy" : opt->to;
+    o.host_format = !opt->format.empty();
+    if (!opt->shape_text.empty()) {
       size_t start = 0;
-      while (start <= shape_text.size()) {
-        size_t comma = shape_text.find(',', start);
-        if (comma == std::string::npos) comma = shape_text.size();
-        const std::string d = shape_text.substr(start, comma - start);
+      while (start <= opt->shape_text.size()) {
+        size_t comma = opt->shape_text.find(',', start);
+        if (comma == std::string::npos) comma = opt->shape_text.size();
+        const std::string d = opt->shape_text.substr(start, comma - start);
         if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos)
-          throw Error("--shape: \"" + shape_text + "\" is not a list of dimensions like 32,256,13,13");
+          throw Error("--shape: \"" + opt->shape_text + "\" is not a list of dimensions like 32,256,13,13");
         o.shape.push_back(std::stoll(d));
         start = comma + 1;
       }
     }
-    std::vector<DumpFile> files = scan_dump(src);
+    std::vector<DumpFile> files = scan_dump(opt->src);
     // A single file that is neither bin nor npy: say why it is not a bin file.
-    if (files.size() == 1 && files[0].relative.empty() && files[0].kind == DumpFileKind::Other) read_ascend_bin(src);
-    make_dirs(out);
+    if (files.size() == 1 && files[0].relative.empty() && files[0].kind == DumpFileKind::Other) read_ascend_bin(opt->src);
+    make_dirs(opt->out);
     Counts counts;
     OriginalNames names;
     for (const auto& f : files) {
       try {
-        if (f.kind == DumpFileKind::Bin) convert_bin(f, out, o, names, counts);
-        else if (f.kind == DumpFileKind::Npy && to != "npy") convert_npy(f, out, counts);
-        else if (f.kind == DumpFileKind::Pt) convert_pt(f, out, o.to, counts);
+        if (f.kind == DumpFileKind::Bin) convert_bin(f, opt->out, o, names, counts);
+        else if (f.kind == DumpFileKind::Npy && opt->to != "npy") convert_npy(f, opt->out, counts);
+        else if (f.kind == DumpFileKind::Pt) convert_pt(f, opt->out, o.to, counts);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++counts.failed;
@@ -197,9 +203,9 @@ void add_convert_command(CLI::App& app, int* exit_code) {
         ++counts.failed;
       }
     }
-    std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, out.c_str(), counts.failed);
+    std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, opt->out.c_str(), counts.failed);
     if (counts.converted == 0 && counts.failed == 0)
-      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, pt or npy files)\n", src.c_str());
+      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, pt or npy files)\n", opt->src.c_str());
     *exit_code = counts.failed || counts.converted == 0 ? kExitFailure : kExitOk;
   });
 }

@@ -10,6 +10,7 @@
 #include <random>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <unistd.h>
 
 #include "commands.h"
@@ -67,38 +68,43 @@ Matrix matmul(const Matrix& a, const Matrix& b, int m, int k, int n) {
 
 }  // namespace
 
+// The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
+struct DemoCommandOptions {
+  std::string out_dir = "opdump-demo-out";
+  int iterations = 4;
+  bool builtin = false, plant_bug = false;
+};
+
 void add_demo_command(CLI::App& app, int* exit_code) {
+  auto opt = std::make_shared<DemoCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
   auto* cmd = app.add_subcommand(
       "demo", "Train a small CNN with PyTorch (or, without the adapter, a plain C++ perceptron) with dumping on, "
               "and show what was dumped");
-  static std::string out_dir = "opdump-demo-out";
-  static int iterations = 4;
-  static bool builtin = false, plant_bug = false;
-  cmd->add_option("-o,--output", out_dir, "Dump folder (replaces the config's path)");
-  cmd->add_option("--iterations", iterations, "Iterations to run")->check(CLI::Range(1, 1000));
-  cmd->add_flag("--no-torch", builtin, "Run the plain C++ perceptron even when the PyTorch demo is built");
-  cmd->add_flag("--plant-bug", plant_bug, "PyTorch demo: make one batch_norm slightly wrong (for opdump compare)");
-  cmd->callback([exit_code] {
-    const std::string demo = builtin ? "" : adapter_program("opdump_demo");
+  cmd->add_option("-o,--output", opt->out_dir, "Dump folder (replaces the config's path)");
+  cmd->add_option("--iterations", opt->iterations, "Iterations to run")->check(CLI::Range(1, 1000));
+  cmd->add_flag("--no-torch", opt->builtin, "Run the plain C++ perceptron even when the PyTorch demo is built");
+  cmd->add_flag("--plant-bug", opt->plant_bug, "PyTorch demo: make one batch_norm slightly wrong (for opdump compare)");
+  cmd->callback([opt, exit_code] {
+    const std::string demo = opt->builtin ? "" : adapter_program("opdump_demo");
     if (!demo.empty()) {
-      const std::string its = std::to_string(iterations);
-      if (plant_bug)
-        ::execl(demo.c_str(), demo.c_str(), "--output", out_dir.c_str(), "--iterations", its.c_str(), "--plant-bug",
+      const std::string its = std::to_string(opt->iterations);
+      if (opt->plant_bug)
+        ::execl(demo.c_str(), demo.c_str(), "--output", opt->out_dir.c_str(), "--iterations", its.c_str(), "--plant-bug",
                 nullptr);
       else
-        ::execl(demo.c_str(), demo.c_str(), "--output", out_dir.c_str(), "--iterations", its.c_str(), nullptr);
+        ::execl(demo.c_str(), demo.c_str(), "--output", opt->out_dir.c_str(), "--iterations", its.c_str(), nullptr);
       throw Error("cannot run " + demo + ": " + std::strerror(errno));
     }
     ParseOptions po;
     DumpConfig config = parse_config(kDemoConfig, "built-in demo config", po);
-    config.dump_path = std::filesystem::absolute(out_dir).lexically_normal().string();
+    config.dump_path = std::filesystem::absolute(opt->out_dir).lexically_normal().string();
     while (config.dump_path.size() > 1 && config.dump_path.back() == '/') config.dump_path.pop_back();
     const auto t0 = std::chrono::steady_clock::now();
     Dumper dumper(config);
     std::mt19937 rng(7);
     DemoModel model(rng);
     std::normal_distribution<float> n(0.f, 1.f);
-    for (int it = 0; it < iterations; ++it) {
+    for (int it = 0; it < opt->iterations; ++it) {
       if (!dumper.iteration_selected(static_cast<uint64_t>(it))) continue;
       Matrix x(size_t(model.batch) * model.in);
       for (auto& v : x) v = n(rng);
@@ -124,7 +130,7 @@ void add_demo_command(CLI::App& app, int* exit_code) {
     WriterReport report = dumper.finalize();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     DumpCounters c = dumper.counters();
-    std::printf("opdump demo: %d iterations of a 2-layer perceptron, dumped iterations %s\n", iterations,
+    std::printf("opdump demo: %d iterations of a 2-layer perceptron, dumped iterations %s\n", opt->iterations,
                 config.iterations.to_string().c_str());
     std::printf("  ops dumped:      %llu\n", static_cast<unsigned long long>(c.ops));
     std::printf("  tensor files:    %llu (%llu bytes)\n", static_cast<unsigned long long>(report.files_written),

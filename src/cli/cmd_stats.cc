@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "commands.h"
@@ -189,21 +190,26 @@ void print_placeholders(const std::vector<Row>& rows) {
 
 }  // namespace
 
+// The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
+struct StatsCommandOptions {
+  std::string path, csv, categories;
+};
+
 void add_stats_command(CLI::App& app, int* exit_code) {
+  auto opt = std::make_shared<StatsCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
   auto* cmd = app.add_subcommand("stats", "Statistics of npy/bin dump files or folders (and msprobe dumps), as a table or a statistic.csv");
-  static std::string path, csv, categories;
-  cmd->add_option("PATH", path, "A dump file or a folder of them")->required();
-  cmd->add_option("--csv", csv, "Write a statistic.csv (MindSpore's columns) to this file instead of a table");
-  cmd->add_option("--categories", categories,
+  cmd->add_option("PATH", opt->path, "A dump file or a folder of them")->required();
+  cmd->add_option("--csv", opt->csv, "Write a statistic.csv (MindSpore's columns) to this file instead of a table");
+  cmd->add_option("--categories", opt->categories,
                   "Comma-separated statistics (max,min,avg,count,nan_count,l2norm,md5,xxhash,...; or all)");
-  cmd->callback([exit_code] {
-    const auto cats = parse_categories(categories);
+  cmd->callback([opt, exit_code] {
+    const auto cats = parse_categories(opt->categories);
     std::vector<Row> rows;
     int failed = 0;
     OriginalNames names;
     FolderPlaceholders holes;
     std::vector<std::string> warnings;
-    const auto files = scan_dump(path);
+    const auto files = scan_dump(opt->path);
     const std::set<std::string> msprobe_data = msprobe_tensor_folders(files);  // read through their dump.json
     for (const auto& f : files) {
       const bool msprobe_file = msprobe_data.count(folder_of(f.path)) > 0;
@@ -222,18 +228,18 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     }
     warnings.insert(warnings.end(), names.warnings.begin(), names.warnings.end());
     for (const auto& w : warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
-    if (!csv.empty()) {
-      AtomicFileWriter out(csv);
+    if (!opt->csv.empty()) {
+      AtomicFileWriter out(opt->csv);
       out.write(statistic_csv_header(cats));
       for (const auto& r : rows) out.write(statistic_csv_row(r.row, r.cells));
       out.commit();
-      std::printf("wrote %zu row(s) to %s\n", rows.size(), csv.c_str());
+      std::printf("wrote %zu row(s) to %s\n", rows.size(), opt->csv.c_str());
     } else {
       print_table(rows, cats);
     }
     print_placeholders(rows);
     if (rows.empty() && failed == 0)
-      std::fprintf(stderr, "opdump: no npy, bin or msprobe dump.json files in %s\n", path.c_str());
+      std::fprintf(stderr, "opdump: no npy, bin or msprobe dump.json files in %s\n", opt->path.c_str());
     *exit_code = failed || rows.empty() ? kExitFailure : kExitOk;
   });
 }
