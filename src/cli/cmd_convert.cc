@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "format/statistic_csv.h"
 #include "read/dump_index.h"
+#include "compare/metrics.h"  // widen_values
 #include "format/dump_files.h"
 #include "format/ascend_bin.h"
 #include "format/device_format.h"
@@ -24,54 +25,26 @@
 namespace opdump::cli {
 namespace {
 
-template <typename T>
-double as_double(const void* p, uint64_t i) {
-  return static_cast<double>(static_cast<const T*>(p)[i]);
-}
-
-// One value per line with numpy.savetxt's default "%.18e".
+// One value per line with numpy.savetxt's default "%.18e" (complex: "(re+imj)"), widened to float64
+// a block at a time as compare widens them.
 void write_txt(const Tensor& t, const std::string& path) {
   AtomicFileWriter out(path);
   fmt::memory_buffer buf;
-  const uint64_t n = t.numel();
-  const void* p = t.data;
-  auto flush_if_big = [&] {
+  const bool complex = t.dtype == DType::Complex64 || t.dtype == DType::Complex128;
+  const size_t per_element = complex ? 2 : 1;
+  const size_t scalars = static_cast<size_t>(t.numel()) * per_element;
+  std::vector<double> block(4096 * per_element);
+  for (size_t begin = 0; begin < scalars; begin += block.size()) {
+    const size_t n = std::min(block.size(), scalars - begin);
+    widen_values(t.view(), begin, n, block.data());
+    for (size_t i = 0; i < n; i += per_element) {
+      if (complex) fmt::format_to(std::back_inserter(buf), "({:.18e}{:+.18e}j)\n", block[i], block[i + 1]);
+      else fmt::format_to(std::back_inserter(buf), "{:.18e}\n", block[i]);
+    }
     if (buf.size() > (1u << 20)) {
       out.write(buf.data(), buf.size());
       buf.clear();
     }
-  };
-  for (uint64_t i = 0; i < n; ++i) {
-    double v = 0;
-    switch (t.dtype) {
-      case DType::Bool: v = static_cast<const uint8_t*>(p)[i] ? 1 : 0; break;
-      case DType::Int8: v = as_double<int8_t>(p, i); break;
-      case DType::Int16: v = as_double<int16_t>(p, i); break;
-      case DType::Int32: v = as_double<int32_t>(p, i); break;
-      case DType::Int64: v = as_double<int64_t>(p, i); break;
-      case DType::UInt8: v = as_double<uint8_t>(p, i); break;
-      case DType::UInt16: v = as_double<uint16_t>(p, i); break;
-      case DType::UInt32: v = as_double<uint32_t>(p, i); break;
-      case DType::UInt64: v = as_double<uint64_t>(p, i); break;
-      case DType::Float16: v = half_to_float(static_cast<const uint16_t*>(p)[i]); break;
-      case DType::BFloat16: v = bf16_to_float(static_cast<const uint16_t*>(p)[i]); break;
-      case DType::Float32: v = as_double<float>(p, i); break;
-      case DType::Float64: v = as_double<double>(p, i); break;
-      case DType::Complex64: {
-        auto z = static_cast<const std::complex<float>*>(p)[i];
-        fmt::format_to(std::back_inserter(buf), "({:.18e}{:+.18e}j)\n", z.real(), z.imag());
-        flush_if_big();
-        continue;
-      }
-      case DType::Complex128: {
-        auto z = static_cast<const std::complex<double>*>(p)[i];
-        fmt::format_to(std::back_inserter(buf), "({:.18e}{:+.18e}j)\n", z.real(), z.imag());
-        flush_if_big();
-        continue;
-      }
-    }
-    fmt::format_to(std::back_inserter(buf), "{:.18e}\n", v);
-    flush_if_big();
   }
   out.write(buf.data(), buf.size());
   out.commit();

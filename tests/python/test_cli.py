@@ -114,6 +114,28 @@ def test_convert_npy_to_txt_like_numpy_savetxt(tmp_path, run):
     assert np.array_equal(np.loadtxt(txt, dtype=np.float32), a.flatten())
 
 
+def test_convert_txt_of_every_kind_and_length(tmp_path, run):
+    rng = np.random.default_rng(2)
+    arrays = {  # longer than one widening block (4096 values), integers, bools, float16, complex
+        "Add.a.1.2.3.output.0.npy": rng.integers(-2**40, 2**40, 10000, dtype=np.int64),
+        "Add.b.1.2.3.output.0.npy": rng.random(5000) < 0.5,
+        "Add.c.1.2.3.output.0.npy": rng.standard_normal(4097).astype(np.float16),
+        "Add.d.1.2.3.output.0.npy": (rng.standard_normal(5000) + 1j * rng.standard_normal(5000)).astype(np.complex64),
+    }
+    (tmp_path / "in").mkdir()
+    for name, a in arrays.items():
+        np.save(tmp_path / "in" / name, a)
+    run("convert", tmp_path / "in", "-o", tmp_path / "out", check=0)
+    for name, a in arrays.items():
+        txt = tmp_path / "out" / name.replace(".npy", ".txt")
+        if a.dtype == np.complex64:
+            got = np.array([complex(line.strip()) for line in txt.read_text().splitlines()])
+            assert np.array_equal(got, a.astype(np.complex128))
+        else:
+            np.savetxt(tmp_path / "ref.txt", a.astype(np.float64))
+            assert txt.read_text() == (tmp_path / "ref.txt").read_text(), name
+
+
 def test_truncated_bin_is_reported_and_nothing_half_written(tmp_path, run):
     x = np.ones((64,), np.float32)
     (tmp_path / "dump").mkdir()
