@@ -226,13 +226,19 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     std::vector<at::Tensor> wide, moved;
     // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
     // moves each output (its conditioning), so that a sum that cancels is not taken for a fault.
-    // No coarser than the finest float output: a float32 -> float64 conversion computes exactly.
-    double finest_out = 1;
+    // Where every float output is finer than every float input (a float32 -> float64 conversion),
+    // by the outputs' rounding instead: such an op computes at its outputs' precision. (A mixed op,
+    // batch_norm's backward on bfloat16 activations with float32 weights, keeps its inputs' rounding:
+    // its kernel may round inside at the coarser dtype.)
+    double coarsest_out = 0, finest_in = 1;
     for (const auto& t : as_ran)
-      if (t.defined() && at::isFloatingType(t.scalar_type())) finest_out = std::min(finest_out, unit_roundoff(t.scalar_type()));
+      if (t.defined() && at::isFloatingType(t.scalar_type())) coarsest_out = std::max(coarsest_out, unit_roundoff(t.scalar_type()));
+    for (const auto& t : inputs)
+      if (t.defined() && at::isFloatingType(t.scalar_type())) finest_in = std::min(finest_in, unit_roundoff(t.scalar_type()));
+    const bool widening = coarsest_out > 0 && coarsest_out < finest_in;
     for (const auto& t : inputs) {
       wide.push_back(high_precision(t));
-      moved.push_back(rounding_moved(high_precision(t), std::min(finest_out, unit_roundoff(t.defined() ? t.scalar_type() : at::kFloat))));
+      moved.push_back(rounding_moved(high_precision(t), widening ? coarsest_out : unit_roundoff(t.defined() ? t.scalar_type() : at::kFloat)));
     }
     stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
