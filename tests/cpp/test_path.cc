@@ -23,8 +23,8 @@ TEST(Path, JoinRefusesWhatLeavesTheRoot) {
   EXPECT_EQ(join_path("/d", "rank_0/Net/0"), "/d/rank_0/Net/0");
   EXPECT_EQ(join_path("/d/", "x"), "/d/x");
   EXPECT_EQ(join_path("/d", ""), "/d");
-  for (const char* bad : {"/etc", "../x", "a/../b", "a//b", "./a", std::string("a\0b", 3).c_str()})
-    EXPECT_THROW(join_path("/d", bad), Error) << bad;
+  const std::string bad_paths[] = {"/etc", "../x", "a/../b", "a//b", "./a", std::string("a\0b", 3)};
+  for (const std::string& bad : bad_paths) EXPECT_THROW(join_path("/d", bad), Error) << bad;
   try {
     join_path("/d", "a/../b");
     FAIL();
