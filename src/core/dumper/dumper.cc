@@ -182,6 +182,11 @@ void Dumper::record_placeholders(const OpRecord& op, const std::string& folder, 
 }
 
 void Dumper::flush_placeholders() {
+  {
+    std::lock_guard<std::mutex> lock(placeholders_mutex_);
+    if (placeholder_flush_queued_ || pending_placeholder_bytes_ == 0) return;
+    placeholder_flush_queued_ = true;
+  }
   writer_->run(kPlaceholderBatchBytes, [this] {
     // The rows pending when the task runs, taken and written under one lock: files get them in the
     // order they came, and the header once, first.
@@ -192,6 +197,7 @@ void Dumper::flush_placeholders() {
     }
     pending_placeholders_.clear();
     pending_placeholder_bytes_ = 0;
+    placeholder_flush_queued_ = false;
   });
 }
 
@@ -309,12 +315,7 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
 }
 
 void Dumper::flush_pending_rows() {
-  bool placeholders;
-  {
-    std::lock_guard<std::mutex> lock(placeholders_mutex_);
-    placeholders = pending_placeholder_bytes_ > 0;
-  }
-  if (placeholders) flush_placeholders();
+  flush_placeholders();
   auto batch = std::make_shared<std::vector<PendingRow>>();
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);

@@ -219,6 +219,7 @@ class Dumper {
   // op woke a writer thread per op, a system call on the training thread each time).
   std::vector<std::pair<std::string, std::string>> pending_placeholders_;
   size_t pending_placeholder_bytes_ = 0;
+  bool placeholder_flush_queued_ = false;  // a writer task will take what is pending: no second one
   void flush_placeholders();
   struct LostData {
     uint64_t count = 0;
