@@ -11,6 +11,7 @@
 #include "arguments.h"
 #include "format/msprobe_dump.h"
 #include "layout/layout.h"
+#include "opdump/error.h"
 #include "msprobe_apis.inc"  // kMsprobeApisJson: data/msprobe_apis.json
 
 namespace opdump::replay {
@@ -77,19 +78,23 @@ std::optional<json> real(const json& v) {
   return std::nullopt;
 }
 
+// A dump's dtype as ATen's (Undefined for one PyTorch lacks: its call is then not replayed, the others are).
+at::ScalarType aten_dtype_or_undefined(std::optional<DType> d) {
+  if (!d) return at::ScalarType::Undefined;
+  try {
+    return aten_dtype(*d);
+  } catch (const Error&) {
+    return at::ScalarType::Undefined;
+  }
+}
+
+// A torch.dtype argument ({"type": "torch.dtype", "value": "torch.float32"}).
 std::optional<at::ScalarType> torch_dtype(const json& v) {
   const json& s = scalar_of(v);
   if (!s.is_string()) return std::nullopt;
-  static const std::pair<const char*, at::ScalarType> names[] = {
-      {"torch.float32", at::kFloat}, {"torch.float", at::kFloat},   {"torch.float64", at::kDouble},
-      {"torch.double", at::kDouble}, {"torch.float16", at::kHalf},  {"torch.half", at::kHalf},
-      {"torch.bfloat16", at::kBFloat16}, {"torch.int64", at::kLong}, {"torch.long", at::kLong},
-      {"torch.int32", at::kInt},     {"torch.int", at::kInt},       {"torch.int16", at::kShort},
-      {"torch.int8", at::kChar},     {"torch.uint8", at::kByte},    {"torch.bool", at::kBool},
-      {"torch.complex64", at::kComplexFloat}, {"torch.complex128", at::kComplexDouble}};
-  for (const auto& [n, t] : names)
-    if (s.get_ref<const std::string&>() == n) return t;
-  return std::nullopt;
+  const at::ScalarType t = aten_dtype_or_undefined(msprobe_dtype(s.get<std::string>()));
+  if (t == at::ScalarType::Undefined) return std::nullopt;
+  return t;
 }
 
 // A schema's default as the args file writes values.
@@ -339,8 +344,8 @@ json spec_of(const MsprobeCall& call) {
   bool float32_in = false, low_in = false;
   at::ScalarType low_out = at::ScalarType::Undefined;
   for (const MsprobeTensor* t : call.tensors) {
-    const std::string dtype = t->dtype ? c10::toString(aten_dtype(*t->dtype)) : "Undefined";
-    const at::ScalarType type = t->dtype ? aten_dtype(*t->dtype) : at::ScalarType::Undefined;
+    const at::ScalarType type = aten_dtype_or_undefined(t->dtype);
+    const std::string dtype = c10::toString(type);
     const bool low = type == at::kBFloat16 || type == at::kHalf;
     if (t->input) {
       py.tensors[t->argument] = {t->slot, dtype};

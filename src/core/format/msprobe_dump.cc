@@ -236,16 +236,6 @@ std::optional<double> statistic(const ordered_json& t, const char* key) {
   return std::nullopt;
 }
 
-// "torch.float32" (PyTorch), "Float32" / "BFloat16" (MindSpore).
-std::optional<DType> dtype_of(std::string name) {
-  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (name == "float") return DType::Float32;
-  if (name == "double") return DType::Float64;
-  if (name == "half") return DType::Float16;
-  return dtype_from_name(name);
-}
-
 bool is_tensor(const ordered_json& v) {
   return v.is_object() && v.contains("shape") && v.contains("dtype") && v["dtype"].is_string();
 }
@@ -336,7 +326,7 @@ class Reader {
     t.slot = slots_[input ? 0 : 1]++;
     t.argument = where;
     t.dtype_name = v["dtype"].get<std::string>();
-    t.dtype = dtype_of(t.dtype_name);
+    t.dtype = msprobe_dtype(t.dtype_name);
     const auto& shape = v["shape"];
     if (!shape.is_array()) throw FormatError(name_, "data." + t.api + " " + where + ": shape is not a list");
     for (const auto& d : shape) {
@@ -382,6 +372,18 @@ std::string call_site(const ordered_json& frames) {
 }
 
 }  // namespace
+
+std::optional<DType> msprobe_dtype(std::string name) {
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  // torch's aliases of its dtypes (str(torch.long) is "torch.int64", but a hand-written file may say either)
+  static const std::pair<const char*, DType> aliases[] = {{"float", DType::Float32}, {"double", DType::Float64},
+                                                          {"half", DType::Float16},  {"long", DType::Int64},
+                                                          {"int", DType::Int32},     {"short", DType::Int16}};
+  for (const auto& [alias, dtype] : aliases)
+    if (name == alias) return dtype;
+  return dtype_from_name(name);
+}
 
 std::string msprobe_api_type(const std::string& prefix, const std::string& api) {
   std::string t = api;

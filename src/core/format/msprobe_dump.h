@@ -77,6 +77,10 @@ struct MsprobeCalls {
 MsprobeCalls read_msprobe_calls(const std::string& dump_json);
 MsprobeCalls parse_msprobe_calls(const std::string& dump_text, const std::string& name);
 
+// A dtype as msprobe writes it: "torch.float32" (PyTorch, also in torch.dtype arguments),
+// "Float32" / "BFloat16" (MindSpore); nullopt for one opdump does not decode (float8).
+std::optional<DType> msprobe_dtype(std::string name);
+
 // Tensor.__iadd__ -> add, Functional.cross_entropy -> cross_entropy_loss: the type aten gives the
 // op a PyTorch adapter sees for the same call.
 std::string msprobe_api_type(const std::string& prefix, const std::string& api);
