@@ -5,9 +5,10 @@ comparison guide does.
 
 The model's attention-like block exponentiates unscaled scores: with inputs large enough, exp
 overflows to Inf and every later op (softmax division, the loss, the gradients) inherits NaN.
-opdump prints each overflowing op as it happens and names the root cause at the end; the dump
-holds only those ops, with their inputs and outputs, and an Opdebug record each.
-Afterwards `opdump overflow DUMP_PATH` finds the same op offline."""
+opdump prints each overflowing op as it happens (`IR: <op> SeqId: <n> is overflow!`, as the guide's
+tool did) and names the root cause at the end; the .h5 file it writes in DUMP_PATH holds only those
+ops, with their inputs and outputs (Opdebug records beside it, in <file>.opdump/).
+Afterwards `opdump overflow DUMP_PATH/<file>.h5` finds the same op offline."""
 import sys
 
 import torch
@@ -42,7 +43,7 @@ def main():
     print(f"loss: {loss.item()}")
     if dump.root_cause:
         print(f"root cause: {dump.root_cause['op_name']} ({dump.root_cause['op_type']}); "
-              f"{len(dump.overflows)} overflowing ops dumped in {dump.root}")
+              f"{len(dump.overflows)} overflowing ops dumped in {dump.h5_path}")
     else:
         print("no op overflowed")
 

@@ -15,6 +15,8 @@ PACKAGES=(
   libxxhash-dev             # fast hash statistic category
   libgtest-dev libgmock-dev # C++ unit tests
   libxlsxwriter-dev libminizip-dev  # xlsx compare reports (Debian 13's xlsxwriter.pc requires minizip)
+  libhdf5-dev               # the torch_npu 1.5 dumper's .h5 files (written and read through HDF5's C library)
+  python3-h5py hdf5-tools   # tests read .h5 dumps back with h5py, h5dump and h5copy, as users do
   pybind11-dev              # Python module
   libtorch-dev              # PyTorch C++ adapter
   python3-torch python3-torchvision python3-numpy python3-pytest

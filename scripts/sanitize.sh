@@ -27,7 +27,7 @@ step "fuzzing: kept findings, then ${FUZZ_SECONDS}s per target"
 corpus="$(mktemp -d)"
 trap 'rm -rf "$corpus"' EXIT
 PYTHONPATH="$PWD/build/python" /usr/bin/python3 tests/fuzz/make_corpus.py "$corpus"
-for target in config npy bin csv opdebug pt msprobe; do
+for target in config npy bin csv opdebug pt msprobe h5; do
   if compgen -G "tests/fuzz/regressions/$target/*" >/dev/null; then
     build-fuzz/fuzz_$target tests/fuzz/regressions/$target/*
   fi
@@ -35,6 +35,7 @@ for target in config npy bin csv opdebug pt msprobe; do
   [ "$target" = config ] && max_len=65536
   [ "$target" = pt ] && max_len=16384
   [ "$target" = msprobe ] && max_len=262144
+  [ "$target" = h5 ] && max_len=65536
   build-fuzz/fuzz_$target "$corpus/$target" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
     -max_len=$max_len -artifact_prefix="$corpus/crash-$target-" -print_final_stats=1 2>&1 | tail -4
 done

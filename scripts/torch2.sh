@@ -36,7 +36,7 @@ mirror="${OPDUMP_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # no browser: those runs do not depend on the torch version). trixie's xlsxwriter.pc requires minizip.
 packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libre2-dev libprotobuf-dev
           protobuf-compiler libcli11-dev libfmt-dev libssl-dev libxxhash-dev libgtest-dev libgmock-dev
-          libxlsxwriter-dev libminizip-dev pybind11-dev libtorch-dev python3-torch python3-torchvision
+          libxlsxwriter-dev libminizip-dev libhdf5-dev python3-h5py hdf5-tools pybind11-dev libtorch-dev python3-torch python3-torchvision
           python3-numpy python3-pytest python3-pandas python3-openpyxl python3-pip python3-venv python3-setuptools
           python3-wheel)
 stamp="$root/.opdump-packages"

@@ -21,7 +21,7 @@ from . import _opdump
 from ._opdump import ConfigError, OpdumpError  # noqa: F401
 
 __all__ = ["init", "init_dump", "set_dump", "dump", "finalize_dump", "finalize", "step", "iteration", "counters",
-           "register_model", "ModelHandle", "hook_optimizer", "dumping", "dump_root", "dumper", "ConfigError",
+           "register_model", "ModelHandle", "hook_optimizer", "dumping", "dump_root", "dumper", "get_op_map", "ConfigError",
            "OpdumpError", "__version__"]
 
 __version__ = _opdump.version()
@@ -403,35 +403,75 @@ def _mark_module(module, enabled):
                                                module.register_forward_hook(post)]
 
 
-class dumper:
-    """The torch_npu accuracy comparison guide's `torch.utils.dumper`: dumps the ops run inside a `with` block.
+def _h5_target(dump_path, argument="dump_path"):
+    """(the .h5 file, the folder beside it for opdump's own records) for the guide's dump_path: a
+    path ending in .h5, or a folder in which the file gets a YYYYmmdd_HHMMSS.ffffff.h5 name."""
+    import datetime
+    if dump_path is None:
+        raise ValueError(f"opdump.dumper: {argument} is required (a folder, or a path ending in .h5)")
+    path = os.path.abspath(os.fspath(dump_path))
+    if not path.endswith(".h5"):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise ValueError(f"opdump.dumper: {argument} {path!r} is a file that does not end in .h5")
+        path = os.path.join(path, datetime.datetime.now().strftime("%Y%m%d_%H%M%S.%f") + ".h5")
+    elif os.path.isdir(path):
+        raise ValueError(f"opdump.dumper: {argument} {path!r} is a folder, not an .h5 file")
+    return path, path[:-3] + ".opdump"
 
-        with opdump.dumper(check_overflow=True, dump_path="out") as d:
-            loss = model(x).sum(); loss.backward()
+
+class dumper:
+    """The torch_npu 1.5 dumper (`torch.utils.dumper` of the PyTorch 1.5.0 accuracy comparison guide):
+    the ops run inside a `with` block go to one `.h5` file.
+
+        with opdump.dumper(use_dump=True, dump_path="./run.h5"): ...        # every op's inputs and outputs
+        with opdump.dumper(check_overflow=True, dump_path="./ovf.h5") as d: # only the ops that overflow
+            ...
         print(d.root_cause)
 
-    check_overflow=True: only ops whose outputs hold NaN/Inf are dumped (inputs and outputs),
-    each printed as it happens, with an Opdebug record; afterwards `overflows` lists them and
-    `root_cause` is the first op whose inputs were finite and outputs not (None when nothing
-    overflowed). check_overflow=False: every op's inputs and outputs are dumped.
+    Exactly one mode. dump_path: a path ending in .h5, or a folder (the file is named
+    YYYYmmdd_HHMMSS.ffffff.h5 there). The file holds /<op>/<seqid>/input/<argument> and
+    /<op>/<seqid>/output/<return> (docs/debug_modes.md); h5py, h5dump and h5copy read it, and opdump's
+    compare, convert, stats and overflow commands take it. opdump's own records (execution order,
+    Opdebug records, overflow_summary.json) go to the folder beside it, <file>.opdump (`root`).
+    check_overflow: prints `IR: <op> SeqId: <n> is overflow!` per overflowing op; afterwards `overflows`
+    lists them and `root_cause` is the first op whose inputs were finite and outputs not.
+    use_load (re-running stored ops from load_file_path) is not available yet: it raises
+    NotImplementedError after checking its arguments.
     check_fp16_range: also flag values beyond float16's range. overflow_number: cap on dumped
-    overflowing ops (0: all). load_file_path is Ascend's IR-mapping input and has no meaning here.
-    The block replaces any dump configured before it and ends it on exit."""
+    overflowing ops (0: all). The block replaces any dump configured before it and ends it on exit."""
 
-    def __init__(self, check_overflow=False, dump_path="dump", load_file_path=None, check_fp16_range=False,
-                 overflow_number=0, level="api"):
+    def __init__(self, use_dump=False, use_load=False, check_overflow=False, dump_path=None, load_file_path=None,
+                 load_with_acl_dump=False, check_fp16_range=False, overflow_number=0, level="api"):
+        modes = [name for name, on in (("use_dump", use_dump), ("use_load", use_load),
+                                       ("check_overflow", check_overflow)) if on]
+        if len(modes) != 1:
+            raise ValueError("opdump.dumper: exactly one of use_dump, use_load and check_overflow must be True"
+                             + (f" (got {', '.join(modes)})" if modes else " (got none)"))
+        if load_with_acl_dump and not use_load:
+            raise ValueError("opdump.dumper: load_with_acl_dump applies to use_load=True only")
+        self.h5_path, aux = _h5_target(dump_path)
+        if use_load:
+            if load_file_path is None:
+                raise ValueError("opdump.dumper: use_load=True needs load_file_path (the .h5 file to re-run)")
+            load = os.path.abspath(os.fspath(load_file_path))
+            if not load.endswith(".h5") or not os.path.isfile(load):
+                raise ValueError(f"opdump.dumper: load_file_path {load!r} is not an existing .h5 file")
+            if load == self.h5_path:
+                raise ValueError("opdump.dumper: load_file_path and dump_path name the same file")
+            raise NotImplementedError("opdump.dumper: use_load (re-running the ops of an .h5 file) is not available "
+                                      "in this version; `opdump replay` re-runs the ops of a tensor dump")
         if load_file_path is not None:
-            import warnings
-            warnings.warn("opdump.dumper: load_file_path (Ascend IR mapping) is not used by opdump", stacklevel=2)
-        dump = {"dump_path": os.fspath(dump_path), "dump_list": []}
+            raise ValueError("opdump.dumper: load_file_path applies to use_load=True only")
+        dump = {"dump_path": aux, "dump_list": []}
         if check_overflow:
             dump["dump_debug"] = "on"
         else:
             dump.update({"dump_op_switch": "on", "dump_mode": "all"})
-        self._config = {"dump": dump, "opdump": {"check_fp16_range": bool(check_fp16_range), "level": level}}
+        self._config = {"dump": dump, "opdump": {"check_fp16_range": bool(check_fp16_range), "level": level,
+                                                 "h5_file": self.h5_path}}
         if overflow_number:
             self._config["opdump"]["overflow_number"] = int(overflow_number)
-        self.check_overflow = check_overflow
+        self.check_overflow = bool(check_overflow)
         self.root = None
         self.report = None
         self.overflows = []
@@ -455,6 +495,42 @@ class dumper:
             self.overflows = data["ops"]
             self.root_cause = data["root_cause"]
         return False
+
+
+def get_op_map(path=None):
+    """(ir_map, param_map) of the torch_npu 1.5 dumper: IR name -> the names the same operation has on
+    other stacks, and IR name -> {argument: the equivalent's argument}. From the op_map.json shipped
+    with opdump, extended by `path` or the file the OPDUMP_OP_MAP environment variable names (same
+    shape: {"ir_map": {name: [names]}, "param_map": {name: {argument: argument}}})."""
+    import json
+
+    def read(file):
+        try:
+            with open(file) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            raise OpdumpError(f"{file}: cannot read the op map: {e}") from None
+        if not isinstance(data, dict):
+            raise OpdumpError(f"{file}: the op map is not a JSON object")
+        ir = data.get("ir_map", {})
+        params = data.get("param_map", {})
+        if not isinstance(ir, dict) or not all(isinstance(v, list) and all(isinstance(n, str) for n in v)
+                                               for v in ir.values()):
+            raise OpdumpError(f"{file}: ir_map must map each IR name to a list of names")
+        if not isinstance(params, dict) or not all(isinstance(v, dict) and all(isinstance(n, str) for n in v.values())
+                                                   for v in params.values()):
+            raise OpdumpError(f"{file}: param_map must map each IR name to {{argument: argument}}")
+        return ir, params
+
+    ir_map, param_map = read(os.path.join(os.path.dirname(os.path.abspath(__file__)), "op_map.json"))
+    extra = path if path is not None else os.environ.get("OPDUMP_OP_MAP")
+    if extra:
+        ir, params = read(os.fspath(extra))
+        for name, names in ir.items():
+            ir_map[name] = list(dict.fromkeys(ir_map.get(name, []) + names))
+        for name, mapping in params.items():
+            param_map.setdefault(name, {}).update(mapping)
+    return ir_map, param_map
 
 
 @atexit.register

@@ -1,5 +1,6 @@
 // opdump convert SRC -o OUT [--to npy|txt]
 //   bin  -> one npy per input/output: {bin name}.{input|output}.{i}.{dims}.npy (the MindSpore Dump guide)
+//   h5   -> one npy per dataset: {stem}/{op}/{seqid}/{input|output}/{argument}.npy
 //   npy  -> txt: the flattened values, one per line, as numpy.savetxt writes them (the torch_npu
 //                accuracy comparison guide)
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "layout/layout.h"
 #include "format/npy.h"
 #include "format/torch_pt.h"
+#include "format/h5_file.h"
 #include "writer/atomic_file.h"
 
 namespace opdump::cli {
@@ -123,6 +125,57 @@ void convert_pt(const DumpFile& f, const std::string& out_root, const std::strin
   ++counts.converted;
 }
 
+// An .h5 dump (the torch_npu 1.5 dumper's): one npy (or txt) per dataset that holds numbers, at
+// {out}/{file stem}/{dataset path}.npy; strings and None arguments have no array to write.
+void convert_h5_in_process(const DumpFile& f, const std::string& out_root, const std::string& to, Counts& counts) {
+  const h5::Reader file(f.path);
+  std::string stem = base_name(f.path);
+  stem = stem.substr(0, stem.size() - 3);
+  const std::string root = out_folder_for(out_root, f) + "/" + stem;
+  std::vector<std::pair<std::string, int>> groups = {{"/", 0}};
+  while (!groups.empty()) {
+    const auto [group, depth] = groups.back();
+    groups.pop_back();
+    if (depth > 32) throw FormatError(f.path, group + ": groups nested deeper than 32");
+    const std::vector<std::string> members = file.members(group);
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+      const std::string object = (group == "/" ? "" : group) + "/" + *it;
+      if (file.is_group(object)) {
+        groups.emplace_back(object, depth + 1);
+        continue;
+      }
+      if (!file.is_dataset(object)) continue;
+      const h5::DatasetInfo info = file.info(object);
+      if (!info.dtype || info.null) continue;  // a string, None, or a type without an array form
+      try {
+        const Tensor t = file.tensor(object);
+        const std::string path = root + object + (to == "txt" ? ".txt" : ".npy");
+        make_dirs(path.substr(0, path.find_last_of('/')));
+        if (to == "txt") write_txt(t, path);
+        else write_npy(path, t.view());
+        ++counts.converted;
+      } catch (const Error& e) {
+        std::fprintf(stderr, "opdump: %s\n", e.what());
+        ++counts.failed;
+      }
+    }
+  }
+}
+
+// HDF5's library reads the file in a child process (h5::isolated): a hostile file ends the child.
+void convert_h5(const DumpFile& f, const std::string& out_root, const std::string& to, Counts& counts) {
+  const std::string result = h5::isolated(f.path, [&] {
+    Counts c;
+    convert_h5_in_process(f, out_root, to, c);
+    return std::to_string(c.converted) + " " + std::to_string(c.failed);
+  });
+  int converted = 0, failed = 0;
+  if (std::sscanf(result.c_str(), "%d %d", &converted, &failed) != 2)
+    throw FormatError(f.path, "its converter returned no counts");
+  counts.converted += converted;
+  counts.failed += failed;
+}
+
 }  // namespace
 
 // The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
@@ -133,7 +186,7 @@ struct ConvertCommandOptions {
 void add_convert_command(CLI::App& app, int* exit_code) {
   auto opt = std::make_shared<ConvertCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
   auto* cmd = app.add_subcommand(
-      "convert", "Convert dump files: Ascend bin -> one npy per input/output; torch.save .pt (msprobe) -> npy; npy -> txt (one value per line)");
+      "convert", "Convert dump files: Ascend bin -> one npy per input/output; .h5 (torch_npu dumper) -> one npy per dataset; torch.save .pt (msprobe) -> npy; npy -> txt (one value per line)");
   cmd->add_option("SRC", opt->src, "A dump file or a folder of them")->required();
   cmd->add_option("-o,--output", opt->out, "Folder for the converted files (created)")->required();
   cmd->add_option("--to", opt->to, "Target format: npy (default for bin files) or txt (default for npy files)")
@@ -168,6 +221,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
         if (f.kind == DumpFileKind::Bin) convert_bin(f, opt->out, o, names, counts);
         else if (f.kind == DumpFileKind::Npy && opt->to != "npy") convert_npy(f, opt->out, counts);
         else if (f.kind == DumpFileKind::Pt) convert_pt(f, opt->out, o.to, counts);
+        else if (f.kind == DumpFileKind::H5) convert_h5(f, opt->out, o.to, counts);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++counts.failed;
@@ -178,7 +232,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
     }
     std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, opt->out.c_str(), counts.failed);
     if (counts.converted == 0 && counts.failed == 0)
-      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, pt or npy files)\n", opt->src.c_str());
+      std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, h5, pt or npy files)\n", opt->src.c_str());
     *exit_code = counts.failed || counts.converted == 0 ? kExitFailure : kExitOk;
   });
 }

@@ -85,8 +85,8 @@ std::string recorded_cell(const RecordedStats& s, StatCategory c) {
 }
 
 // msprobe's dump.json: each tensor's statistics computed from its file in dump_tensor_data/ when
-// there is one, else as dump.json recorded them.
-int add_msprobe_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows,
+// there is one, else as dump.json recorded them. An .h5 dump: each tensor dataset's, by its path.
+int add_indexed_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows,
                      std::vector<std::string>& warnings) {
   StatsOptions so;
   so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
@@ -96,13 +96,17 @@ int add_msprobe_rows(const DumpFile& f, const std::vector<StatCategory>& cats, s
   int failed = 0;
   for (const DumpEntry& e : index.entries) {
     Row r;
-    r.label = e.op_name + " " + std::string(to_string(e.io)) + "." + std::to_string(e.slot);
+    r.label = e.source == DumpEntry::Source::H5 ? e.object
+                                                : e.op_name + " " + std::string(to_string(e.io)) + "." + std::to_string(e.slot);
     r.row.op = OpIdentity{e.op_type, e.op_name, e.order, 0, 0};
     r.row.io = e.io;
     r.row.slot = e.slot;
     r.row.dtype = e.dtype;
     r.row.shape = e.shape;
-    if (e.source == DumpEntry::Source::Statistics) {
+    if (!e.placeholder.empty()) {
+      r.placeholder = e.placeholder;
+      r.cells.assign(cats.size(), "");
+    } else if (e.source == DumpEntry::Source::Statistics) {
       for (auto c : cats) r.cells.push_back(recorded_cell(*e.stats, c));
     } else {
       try {  // one unreadable tensor file: named, and the other tensors go on
@@ -197,7 +201,7 @@ struct StatsCommandOptions {
 
 void add_stats_command(CLI::App& app, int* exit_code) {
   auto opt = std::make_shared<StatsCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
-  auto* cmd = app.add_subcommand("stats", "Statistics of npy/bin dump files or folders (and msprobe dumps), as a table or a statistic.csv");
+  auto* cmd = app.add_subcommand("stats", "Statistics of npy/bin/.h5 dump files or folders (and msprobe dumps), as a table or a statistic.csv");
   cmd->add_option("PATH", opt->path, "A dump file or a folder of them")->required();
   cmd->add_option("--csv", opt->csv, "Write a statistic.csv (MindSpore's columns) to this file instead of a table");
   cmd->add_option("--categories", opt->categories,
@@ -213,10 +217,12 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     const std::set<std::string> msprobe_data = msprobe_tensor_folders(files);  // read through their dump.json
     for (const auto& f : files) {
       const bool msprobe_file = msprobe_data.count(folder_of(f.path)) > 0;
-      if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin && f.kind != DumpFileKind::MsprobeDump) continue;
+      if (f.kind != DumpFileKind::Npy && f.kind != DumpFileKind::Bin && f.kind != DumpFileKind::MsprobeDump &&
+          f.kind != DumpFileKind::H5)
+        continue;
       if (msprobe_file) continue;
       try {
-        if (f.kind == DumpFileKind::MsprobeDump) failed += add_msprobe_rows(f, cats, rows, warnings);
+        if (f.kind == DumpFileKind::MsprobeDump || f.kind == DumpFileKind::H5) failed += add_indexed_rows(f, cats, rows, warnings);
         else add_rows(f, cats, names, holes, rows, warnings);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
@@ -239,7 +245,7 @@ void add_stats_command(CLI::App& app, int* exit_code) {
     }
     print_placeholders(rows);
     if (rows.empty() && failed == 0)
-      std::fprintf(stderr, "opdump: no npy, bin or msprobe dump.json files in %s\n", opt->path.c_str());
+      std::fprintf(stderr, "opdump: no npy, bin, .h5 or msprobe dump.json files in %s\n", opt->path.c_str());
     *exit_code = failed || rows.empty() ? kExitFailure : kExitOk;
   });
 }

@@ -107,6 +107,7 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
     return;
   }
   work->pending_ = true;  // before other threads can see it
+  work->added_ = added_.fetch_add(1, std::memory_order_relaxed);
   undone_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -196,9 +197,14 @@ void PendingWork::force_all() {
     all.swap(by_storage_);
     adds_since_prune_ = 0;
   }
+  // In the order the work came (overflow checks report the first overflowing ops first), once each.
+  std::vector<std::shared_ptr<LazyWork>> works;
   for (auto& [storage, list] : all)
     for (auto& w : list)
-      if (auto s = w.lock()) s->run();
+      if (auto s = w.lock(); s && !s->done()) works.push_back(std::move(s));
+  std::sort(works.begin(), works.end(), [](const auto& a, const auto& b) { return a->added_ < b->added_; });
+  works.erase(std::unique(works.begin(), works.end()), works.end());
+  for (auto& s : works) s->run();
 }
 
 void ReleaseQueue::push(at::Tensor t) {

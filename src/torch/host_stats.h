@@ -51,6 +51,7 @@ class LazyWork {
   std::mutex mutex_;
   std::atomic<bool> done_{false};
   bool pending_ = false;  // counted by the barrier until done
+  uint64_t added_ = 0;    // the order the barrier got it in (force_all runs the rest in that order)
   friend class PendingWork;
 };
 
@@ -130,6 +131,7 @@ class PendingWork {
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> by_storage_;
   std::atomic<size_t> undone_{0};
+  std::atomic<uint64_t> added_{0};
   // The background thread's queue.
   void worker_loop();
   std::mutex queue_mutex_;

@@ -328,6 +328,9 @@ class Observer final : public RuntimeListener {
     const OpPlan plan = ctx->report.decide();
     if (plan.scene) {
       ctx->in_scene = true;
+      // an .h5 overflow check names the datasets of the ops it writes by their arguments
+      if (config.scene == Scene::Overflow && config.file_format == FileFormat::H5)
+        ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
       Busy busy(ts);
       scenes_.start(fn, *dumper, ctx->written, ctx->scene);
     }
@@ -384,6 +387,7 @@ class Observer final : public RuntimeListener {
       source = runtime_.python_location();
     }
     report.record_execution(std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
+    if (!report.record().arguments.empty()) report.add_output_layouts(tensor_layouts_json(tensors_of(fn.outputs())));
     if (ctx->in_scene) {
       for (const at::Tensor& t : tensors_of(fn.outputs()))
         *report.stream_id() = std::max(*report.stream_id(), stream_of(t));

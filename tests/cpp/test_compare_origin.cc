@@ -228,7 +228,7 @@ TEST(CompareErrors, AFileAgainstAFolderOrDumpsWithNothingInCommon) {
     compare_dumps(file, dir / "r", {});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("compare two files or two folders"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("compare two files or two dumps"), std::string::npos);
   }
   try {
     compare_dumps(dir / "t", dir / "r", {});

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def main(out):
-    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv", "opdebug", "pt", "msprobe")}
+    dirs = {k: os.path.join(out, k) for k in ("config", "npy", "bin", "csv", "opdebug", "pt", "msprobe", "h5")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     for path in glob.glob(os.path.join(ROOT, "tests/data/configs/**/*.json"), recursive=True) + \
@@ -83,6 +83,22 @@ def main(out):
                 b'"dtype": "torch.float32", "shape": [2], "Max": NaN, "Min": -Infinity, "Mean": 1.0, "Norm": null}], '
                 b'"output": [[{"dtype": "Float32", "shape": [2], "Max": "inf"}]]}}}\0{"Functional.relu.0.forward": '
                 b'"Module.a.ReLU.forward.0"}\0{"0": [["Functional.relu.0.forward"], ["File a.py, line 3, in f, \\n x"]]}')
+    # .h5 dumps: opdump's (a small model with bfloat16, float16, lists and None arguments) and an
+    # h5py-written file in the torch_npu 1.5 dumper's form (float16 widened, no creation order).
+    code = ("import torch, opdump, sys; m = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.ReLU())\n"
+            "with opdump.dumper(use_dump=True, dump_path=sys.argv[1]):\n"
+            "    y = m(torch.randn(1, 2, 5, 5)); torch.cat([y.bfloat16(), y.bfloat16()]); y.half().sum(dim=1)\n"
+            "    y.sum().backward()\n")
+    subprocess.run([sys.executable, "-c", code, os.path.join(dirs["h5"], "opdump.h5")], check=True)
+    shutil.rmtree(os.path.join(dirs["h5"], "opdump.opdump"), ignore_errors=True)
+    import h5py
+    with h5py.File(os.path.join(dirs["h5"], "npu15.h5"), "w") as f:
+        d = f.create_dataset("add_Tensor/1/input/self", data=np.ones((2, 3), np.float32))
+        for k, v in (("DeviceType", 0), ("DataType", 10), ("FormatType", 0), ("Type", 0)):
+            d.attrs[k] = np.int32(v)
+        d.attrs["Stride"] = np.array([3, 1], np.int64)
+        f.create_dataset("add_Tensor/1/input/alpha", data=np.float64(1)).attrs["Type"] = np.int32(7)
+        f.create_dataset("add_Tensor/1/output/result", data=np.ones((2, 3), np.int8)).attrs["DataType"] = np.int32(9)
     # Bare data.pkl records for fuzz_pt's unpickler mode ('P'), and every kept finding as a seed
     # to mutate (the expanded form, 0xFE..., reaches sizes libFuzzer's inputs cannot).
     for path in glob.glob(os.path.join(dirs["pt"], "*.pt")):

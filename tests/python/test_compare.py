@@ -473,7 +473,7 @@ def test_a_file_against_a_folder_or_unrelated_dumps_are_errors(workload, run, tm
     good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
     a_file = next(p for p in (tmp_path / "good").rglob("*.npy"))
     proc = run("compare", a_file, good["report"]["root"], "-o", tmp_path / "o", check=1)
-    assert "compare two files or two folders" in proc.stderr
+    assert "compare two files or two dumps" in proc.stderr
     other = tmp_path / "other"
     other.mkdir()
     np.save(other / "something_else.npy", np.ones(3, np.float32))

@@ -254,12 +254,18 @@ bool is_folder(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// A folder, or an .h5 file: a whole dump in one file (the torch_npu 1.5 dumper's).
+bool is_whole_dump(const std::string& path) {
+  return is_folder(path) || (path.size() > 3 && path.compare(path.size() - 3, 3, ".h5") == 0);
+}
+
 }  // namespace
 
 CompareResult compare_dumps(const std::string& target, const std::string& reference, const CompareOptions& options) {
-  if (is_folder(target) != is_folder(reference))
-    throw Error(is_folder(target) ? target + " is a folder and " + reference + " a file: compare two files or two folders"
-                                  : target + " is a file and " + reference + " a folder: compare two files or two folders");
+  if (is_whole_dump(target) != is_whole_dump(reference))
+    throw Error(is_whole_dump(target)
+                    ? target + " is a dump and " + reference + " one file of one: compare two files or two dumps (folders, .h5 files)"
+                    : target + " is one file of a dump and " + reference + " a dump: compare two files or two dumps (folders, .h5 files)");
   CompareResult result;
   // The two sides are indexed at once: a dump of many small files spends most of its indexing
   // time waiting on the file system, one file after another.
@@ -275,8 +281,8 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
   const auto& R = result.reference.entries;
   std::string of_ranks;
   for (uint32_t r : options.ranks) of_ranks += (of_ranks.empty() ? " of rank " : ", ") + std::to_string(r);
-  if (T.empty()) throw Error(target + ": no npy, bin or statistic.csv files" + of_ranks + " to compare (is it a dump?)");
-  if (R.empty()) throw Error(reference + ": no npy, bin or statistic.csv files" + of_ranks + " to compare (is it a dump?)");
+  if (T.empty()) throw Error(target + ": no npy, bin, .h5 or statistic.csv files" + of_ranks + " to compare (is it a dump?)");
+  if (R.empty()) throw Error(reference + ": no npy, bin, .h5 or statistic.csv files" + of_ranks + " to compare (is it a dump?)");
   for (const auto& w : result.target.warnings) result.notes.push_back("target: " + w);
   for (const auto& w : result.reference.warnings) result.notes.push_back("reference: " + w);
 

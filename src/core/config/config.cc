@@ -32,7 +32,7 @@ std::string_view to_string(IoSelect s) {
 std::string_view to_string(SavedData s) {
   return s == SavedData::Tensor ? "tensor" : s == SavedData::Statistic ? "statistic" : "full";
 }
-std::string_view to_string(FileFormat f) { return f == FileFormat::Npy ? "npy" : "bin"; }
+std::string_view to_string(FileFormat f) { return f == FileFormat::Npy ? "npy" : f == FileFormat::Bin ? "bin" : "h5"; }
 std::string_view to_string(Layout l) { return l == Layout::Ascend ? "ascend" : "mindspore-sync"; }
 std::string_view to_string(Scene s) {
   switch (s) {
@@ -118,12 +118,12 @@ std::string resolve_path(const std::string& raw, const std::string& field, const
   return out;
 }
 
-void parse_opdump_options(const json& doc, DumpConfig& c) {
+void parse_opdump_options(const json& doc, DumpConfig& c, const ParseOptions& options) {
   auto it = doc.find("opdump");
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
            {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "direct_io", "net_name",
-            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work"});
+            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work", "h5_file"});
   if (auto v = f.choice("level", {"api", "kernel", "all"}))
     c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
   if (auto v = f.boolean("skip_no_compute_ops")) c.skip_no_compute_ops = *v;
@@ -140,6 +140,16 @@ void parse_opdump_options(const json& doc, DumpConfig& c) {
   }
   if (auto v = f.string_list("overflow_ignore_ops", 4096)) c.overflow_ignore_ops = *v;
   if (auto v = f.integer("overflow_number", 0, UINT32_MAX)) c.overflow_number = static_cast<uint32_t>(*v);
+  if (auto v = f.string("h5_file")) {
+    // The torch_npu 1.5 dumper's .h5 file: tensors go there, whole and exact (not statistics).
+    if (v->empty()) throw ConfigError(f.path("h5_file"), "is empty; give the path of the .h5 file to write");
+    if (!c.dumps_tensors() || c.saved_data == SavedData::Full)
+      throw ConfigError(f.path("h5_file"), "an .h5 dump holds tensors: the config's saved data must be \"tensor\"");
+    if (c.file_format == FileFormat::Bin)
+      throw ConfigError(f.path("h5_file"), "cannot be combined with file_format \"bin\"");
+    c.h5_file = resolve_path(*v, f.path("h5_file"), options);
+    c.file_format = FileFormat::H5;
+  }
   f.warn_unknown(&c.warnings);
 }
 
@@ -242,7 +252,7 @@ DumpConfig parse_config(const std::string& text, const std::string& source, cons
       throw ConfigError("", "cannot tell the dialect: expected a \"dump\" object (acl.json), "
                             "\"common_dump_settings\" (MindSpore) or \"enable_dump\"/\"dump_path\" (session options)");
     }
-    config_detail::parse_opdump_options(doc, c);
+    config_detail::parse_opdump_options(doc, c, options);
     if (!c.save_kernel_args_given) c.save_kernel_args = c.dumps_tensors() && c.scene == Scene::Normal;
   } catch (const ConfigError& e) {
     // Attribute the error to the file so that every message says where the problem is.

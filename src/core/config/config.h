@@ -20,7 +20,7 @@ namespace opdump {
 enum class Dialect { Acl, MindSpore, Session };
 enum class IoSelect { Input, Output, All };
 enum class SavedData { Tensor, Statistic, Full };
-enum class FileFormat { Npy, Bin };
+enum class FileFormat { Npy, Bin, H5 };  // H5: opdump.h5_file
 enum class Layout { Ascend, MindSporeSync };
 enum class Scene { Normal, Overflow, ExceptionBrief, ExceptionNorm, ExceptionDetail, Watcher };
 enum class ObserveLevel { Api, Kernel, All };
@@ -56,6 +56,7 @@ struct DumpConfig {
   std::string dump_path_origin;
   Layout layout = Layout::Ascend;
   FileFormat file_format = FileFormat::Npy;
+  std::string h5_file;  // FileFormat::H5: the resolved path of the .h5 file
   std::string net_name = "Net";  // MindSpore layout's {net_name}
 
   // What.

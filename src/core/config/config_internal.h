@@ -17,7 +17,7 @@ void parse_mindspore(const json& doc, DumpConfig& config, const ParseOptions& op
 void parse_session(const json& doc, DumpConfig& config, const ParseOptions& options);
 
 // The top-level "opdump" object, accepted in every dialect.
-void parse_opdump_options(const json& doc, DumpConfig& config);
+void parse_opdump_options(const json& doc, DumpConfig& config, const ParseOptions& options);
 
 // Limits that keep hostile configs bounded.
 inline constexpr size_t kMaxListEntries = 100000;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include "opdump/error.h"
@@ -14,6 +15,7 @@
 #include "format/npy.h"
 #include "format/ascend_bin.h"
 #include "format/placeholders_csv.h"
+#include "dumper/h5_dump.h"
 #include "writer/atomic_file.h"
 
 namespace opdump {
@@ -72,6 +74,10 @@ Dumper::Dumper(DumpConfig config, DumperOptions options)
   writer_ = std::make_unique<AsyncWriter>(
       WriterOptions{threads, config_.max_inflight_bytes, config_.direct_io ? PageCache::Bypass : PageCache::Use});
   statistics_ = std::make_unique<StatisticCsvWriter>(config_.stat_categories);
+  if (config_.file_format == FileFormat::H5) {
+    make_dirs(std::filesystem::path(config_.h5_file).parent_path().string());
+    h5_ = std::make_unique<H5Dump>(config_.h5_file, *writer_);
+  }
 }
 
 Dumper::~Dumper() {
@@ -139,7 +145,7 @@ uint64_t uncharged_bytes(const DumpTensor& t) { return t.owner && t.owner->charg
 
 void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
   if (closed_.load(std::memory_order_acquire)) return;
-  dump_to(op, op_folder(op), inputs, outputs);
+  dump_to(op, h5_ ? std::string() : op_folder(op), inputs, outputs);
 }
 
 TensorView Dumper::file_view(const TensorView& v) const {
@@ -207,6 +213,18 @@ void Dumper::dump_to(const OpRecord& op, const std::string& folder, const std::v
   const std::vector<DumpTensor> none;
   const auto& ins = config_.dumps_inputs() ? inputs : none;
   const auto& outs = config_.dumps_outputs() ? outputs : none;
+  if (h5_) {
+    for (const auto* list : {&ins, &outs})
+      for (const auto& t : *list) tensor_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
+    tensors_.fetch_add(ins.size() + outs.size(), std::memory_order_relaxed);
+    const uint64_t seqid = h5_->dump(op, ins, outs);
+    if (config_.scene == Scene::Overflow) {  // the torch_npu 1.5 dumper's line for an overflowing op
+      const std::string group = h5_op_group(op.arguments, op.id.op_type, seqid);
+      const size_t slash = group.rfind('/');
+      log_warning("IR: " + group.substr(1, slash - 1) + " SeqId: " + group.substr(slash + 1) + " is overflow!");
+    }
+    return;
+  }
   record_placeholders(op, folder, ins, outs);
   if (config_.file_format == FileFormat::Bin) {
     dump_bin(op, folder, ins, outs);
@@ -449,7 +467,7 @@ void Dumper::write_execution_batch(const ExecutionBatch& batch) {
 }
 
 void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
-  if (closed_.load(std::memory_order_acquire)) return;
+  if (closed_.load(std::memory_order_acquire) || h5_) return;  // an .h5 dump keeps them in the op's group
   const std::string folder = op_folder(op);
   const std::string path =
       folder + "/" + names_.map(folder, sanitize_name(op.id.op_type) + "." + sanitize_name(op.id.op_name) + ".json");
@@ -540,6 +558,13 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   finalize_scenes();
   writer_->drain();
   statistics_->close_all();
+  if (h5_) {
+    try {
+      h5_->close();
+    } catch (const Error& e) {
+      writer_->record_lost(1, 0, e.what());
+    }
+  }
   closed_.store(true, std::memory_order_release);
   final_report_ = writer_->report();
   final_report_.files_written += statistics_->files_written();  // statistic.csv files are appended in place

@@ -25,6 +25,8 @@
 
 namespace opdump {
 
+class H5Dump;
+
 struct DumperOptions {
   uint32_t rank = 0;       // MindSpore layout rank_{id}
   uint32_t device_id = 0;  // Ascend layout {device_id}; support_device filter
@@ -37,6 +39,10 @@ struct OpRecord {
   std::string model_name;  // empty: run outside any registered model
   uint64_t model_id = 0;   // Ascend {model_id}; MindSpore {graph_id}
   uint64_t iteration = 0;  // Ascend {data_index}; MindSpore {iteration}
+  uint64_t sequence = 0;   // the op's number among every op this dump saw, from 1 (an .h5 dump's seqid)
+  // An .h5 dump's ops: the arguments JSON (save_kernel_args), which names the datasets and is kept
+  // in the op's group ("" otherwise: the arguments go to a file of their own).
+  std::string arguments;
 };
 
 // A tensor handed to the Dumper: contiguous bytes described by `view`, kept alive by `owner`.
@@ -152,6 +158,8 @@ class Dumper {
     Dumper* dumper_ = nullptr;
   };
   OpLease enter_op();
+  // The next op's sequence number (OpRecord::sequence).
+  uint64_t next_op_sequence() { return op_sequence_.fetch_add(1, std::memory_order_relaxed) + 1; }
   // Ends op reporting: later enter_op() calls get empty leases, and this waits for the ops in
   // flight on other threads (at most kOpDrainMilliseconds, then it warns). finalize() calls it
   // first; a runtime calls it earlier, before collecting what adapters still hold for the dump.
@@ -232,6 +240,7 @@ class Dumper {
   std::string run_root_;
   bool device_selected_ = true;
   std::unique_ptr<AsyncWriter> writer_;
+  std::unique_ptr<H5Dump> h5_;  // file_format h5: the ops' tensors go to this one file
   std::unique_ptr<StatisticCsvWriter> statistics_;
   NameMapper names_;
   mutable std::mutex folders_mutex_;
@@ -245,6 +254,7 @@ class Dumper {
   std::vector<WatchResult> watch_changes_;
   std::mutex finalize_mutex_;
   std::atomic<int64_t> ops_in_flight_{0};
+  std::atomic<uint64_t> op_sequence_{0};
   std::atomic<bool> closing_{false};
   // Finalized (set under finalize_mutex_): reports still arriving, from the finalizing thread's
   // own op, are dropped.

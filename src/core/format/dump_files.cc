@@ -30,6 +30,7 @@ DumpFileKind classify(const std::string& path) {
   if (name == "statistic.csv") return DumpFileKind::StatisticCsv;
   if (name == "dump.json") return DumpFileKind::MsprobeDump;
   if (ends_with(".pt")) return DumpFileKind::Pt;
+  if (ends_with(".h5")) return DumpFileKind::H5;
   if (ends_with(".csv") || ends_with(".json") || ends_with(".txt") || ends_with(".ir") || ends_with(".pb"))
     return DumpFileKind::Other;
   return looks_like_ascend_bin(path) ? DumpFileKind::Bin : DumpFileKind::Other;

@@ -10,7 +10,7 @@ namespace opdump {
 
 // OpdebugRecord: CANN's overflow records (format/opdebug.h), bin or MindSpore's json.
 // MsprobeDump: msprobe's dump.json (format/msprobe_dump.h); Pt: a torch.save file.
-enum class DumpFileKind { Npy, Bin, StatisticCsv, OpdebugRecord, MsprobeDump, Pt, Other };
+enum class DumpFileKind { Npy, Bin, StatisticCsv, OpdebugRecord, MsprobeDump, Pt, H5, Other };
 
 struct DumpFile {
   std::string path;      // full path

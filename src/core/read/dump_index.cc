@@ -17,6 +17,7 @@
 #include "format/dump_files.h"
 #include "format/msprobe_dump.h"
 #include "format/torch_pt.h"
+#include "read/h5_dump.h"
 #include "opdump/error.h"
 #include "util/file_read.h"
 #include "util/log.h"
@@ -139,6 +140,7 @@ class Indexer {
       case DumpFileKind::OpdebugRecord: index_.opdebug_files.push_back(f.path); break;
       case DumpFileKind::MsprobeDump: index_msprobe(f, folder); break;
       case DumpFileKind::Pt: index_pt(f, folder); break;
+      case DumpFileKind::H5: index_h5_dump(f.path, folder.where, index_.entries); break;
       case DumpFileKind::Other: break;
     }
   }
@@ -545,6 +547,7 @@ Tensor load_entry(const DumpEntry& e) {
   if (e.source == DumpEntry::Source::Statistics) throw Error(e.path + ": " + e.op_name + " has statistics only, no values");
   if (!e.unreadable.empty()) throw Error(e.unreadable);
   if (e.source == DumpEntry::Source::Npy) return e.file_bytes ? parse_npy(e.file_bytes, e.path) : read_npy(e.path);
+  if (e.source == DumpEntry::Source::H5) return load_h5_entry(e);
   if (e.source == DumpEntry::Source::Pt) {
     Tensor t = read_torch_pt(e.path);
     if (t.dtype != e.dtype || t.shape != e.shape)

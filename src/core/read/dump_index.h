@@ -70,8 +70,9 @@ struct DumpEntry {
   uint64_t timestamp = 0;
   uint64_t occurrence = 0;  // earlier entries of the same rank, iteration, op, io and slot (repeated names)
   // Where the values are: an npy file, one tensor of a bin file, or statistics only.
-  enum class Source { Npy, Bin, Pt, Statistics } source = Source::Npy;
+  enum class Source { Npy, Bin, Pt, H5, Statistics } source = Source::Npy;
   std::string path;
+  std::string object;      // H5: the dataset's path in the file
   uint32_t bin_index = 0;  // inputs first, then outputs
   DType dtype = DType::Float32;
   Shape shape;

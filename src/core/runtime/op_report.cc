@@ -27,6 +27,7 @@ void OpReport::identify(const std::string& op_type, std::string name, std::strin
   record_.model_name = std::move(model);
   record_.model_id = model_id;
   record_.iteration = runtime_->iteration();
+  record_.sequence = dumper_->next_op_sequence();
 }
 
 OpPlan OpReport::decide() const {
@@ -41,13 +42,25 @@ OpPlan OpReport::decide() const {
   plan.dump = true;
   plan.inputs = config.dumps_inputs();
   plan.outputs = config.dumps_outputs();
-  plan.kernel_args = config.save_kernel_args;
+  plan.kernel_args = config.save_kernel_args || config.file_format == FileFormat::H5;
   return plan;
 }
 
 void OpReport::record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
                                 const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
   dumper_->record_execution(record_, std::move(input_ids), std::move(output_ids), source, named);
+}
+
+void OpReport::write_kernel_args(std::string json) {
+  if (dumper_->config().file_format == FileFormat::H5) record_.arguments = std::move(json);
+  else dumper_->write_kernel_args(record_, std::move(json));
+}
+
+void OpReport::add_output_layouts(const std::string& json_array) {
+  std::string& arguments = record_.arguments;
+  const size_t end = arguments.rfind('}');
+  if (end == std::string::npos || json_array.empty()) return;
+  arguments.insert(end, ",\"output_layouts\":" + json_array);
 }
 
 }  // namespace opdump

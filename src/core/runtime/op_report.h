@@ -54,7 +54,10 @@ class OpReport {
   // The execution order (and graphs/ with `source`), dumped or not.
   void record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
                         const std::string& source = "", const std::vector<std::pair<uint64_t, std::string>>& named = {});
-  void write_kernel_args(std::string json) { dumper_->write_kernel_args(record_, std::move(json)); }
+  // Written beside the op's tensors, or kept for dump() when the dump is one .h5 file (they name its datasets).
+  void write_kernel_args(std::string json);
+  // Adds where the op's outputs sit in memory (strides, offset) to the kept arguments (.h5 dumps).
+  void add_output_layouts(const std::string& json_array);
   // The op's tensors to the writer.
   void dump(const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
     dumper_->dump_op(record_, inputs, outputs);

@@ -1,0 +1,20 @@
+// The tensors of an `.h5` dump (the torch_npu 1.5 dumper's layout, written by it or by opdump) as
+// entries of a dump index: /<op>/<seqid>/{input,output}/<argument>[/<argument>_<i>], tensors numbered
+// per side in the order the op has them (creation order; by name in files that did not track it).
+// Non-tensor arguments are not entries. opdump's files carry the op's name, task id and iteration
+// as attributes, so their entries match those of an npy dump of the same run.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "read/dump_index.h"
+
+namespace opdump {
+
+// Appends the entries of the .h5 file at `path` (`where`: its place in a layout). A corrupt file is
+// an opdump::FormatError naming the file and the object; an unreadable dataset an entry that says why.
+void index_h5_dump(const std::string& path, const DumpPosition& where, std::vector<DumpEntry>& out);
+// The values of an entry index_h5_dump made.
+Tensor load_h5_entry(const DumpEntry& e);
+
+}  // namespace opdump
