@@ -20,6 +20,7 @@
 #include "layout/layout.h"
 #include "opdump/error.h"
 #include "read/dump_index.h"
+#include "read/h5_dump.h"
 #include "util/file_read.h"
 
 namespace opdump::replay {
@@ -329,6 +330,7 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
     op.folder = folder_of(e.path);
     op.key = e.key_name;
     op.msprobe = e.msprobe;
+    if (e.source == DumpEntry::Source::H5) op.h5_file = e.path;
     op.backward = e.backward();
     (e.io == IoKind::Input ? op.inputs : op.outputs)[e.slot] = &e;
   }
@@ -350,11 +352,21 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
   size_t done = 0, unreadable = 0;
   bool any_args = false;
   for (const ReplayOp* op : order) {
-    const std::string source = op->msprobe ? folder_of(op->folder) + "/dump.json" : op->folder;
+    const std::string source = op->msprobe ? folder_of(op->folder) + "/dump.json" : !op->h5_file.empty() ? op->h5_file : op->folder;
     auto found = specs.find(source);
     if (found == specs.end()) {
       std::map<std::string, json> by_op;
-      if (!op->msprobe) {
+      if (!op->h5_file.empty()) {  // the torch_npu dumper's .h5: each op group keeps its arguments
+        try {
+          for (const auto& [name, text] : h5_op_arguments(op->h5_file)) {
+            json spec = json::parse(text, nullptr, false);
+            if (spec.is_object() && spec.contains("operator") && spec.contains("arguments")) by_op[name] = std::move(spec);
+            else if (++unreadable <= 3) result.warnings.push_back(op->h5_file + ": the arguments of " + name + " did not parse");
+          }
+        } catch (const std::exception& e) {
+          result.warnings.push_back(std::string(e.what()) + " (its ops are not replayed)");
+        }
+      } else if (!op->msprobe) {
         by_op = kernel_args_of(op->folder, result.warnings, unreadable);
       } else if (std::error_code ec; std::filesystem::is_regular_file(source, ec)) {
         try {

@@ -47,6 +47,7 @@ struct ReplayOp {
   uint64_t order = 0;
   std::string op_type, op_name, folder, key;
   bool msprobe = false;   // an API of msprobe's dump.json: its arguments are there
+  std::string h5_file;    // an op of an .h5 dump: its group keeps its arguments
   bool backward = false;  // a gradient computation (msprobe's *.backward APIs)
   std::map<uint32_t, const DumpEntry*> inputs, outputs;
 };

@@ -154,6 +154,29 @@ void index_h5_dump(const std::string& path, const DumpPosition& where, std::vect
   for (const nlohmann::json& j : list) out.push_back(from_json(j, path, where));
 }
 
+std::map<std::string, std::string> h5_op_arguments(const std::string& path) {
+  const std::string text = h5::isolated(path, [&] {
+    const h5::Reader file(path);
+    nlohmann::json out = nlohmann::json::object();
+    for (const std::string& ir : file.members("/")) {
+      if (!file.is_group("/" + ir)) continue;
+      for (const std::string& seq : file.members("/" + ir)) {
+        const std::string group = "/" + ir + "/" + seq;
+        if (!file.is_group(group)) continue;
+        const auto name = file.string_attr(group, "OpName");
+        const auto arguments = file.string_attr(group, "Arguments");
+        if (name && arguments) out[sanitize_name(*name)] = *arguments;
+      }
+    }
+    return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  });
+  std::map<std::string, std::string> out;
+  const nlohmann::json all = nlohmann::json::parse(text);
+  for (auto it = all.begin(); it != all.end(); ++it)
+    if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
+  return out;
+}
+
 // The tensor crosses as [dtype: 1 byte][rank: 1 byte][dims: rank x int64][data].
 Tensor load_h5_entry(const DumpEntry& e) {
   const std::string bytes = h5::isolated(e.path, [&] {

@@ -4,6 +4,7 @@
 // Non-tensor arguments are not entries. opdump's files carry the op's name, task id and iteration
 // as attributes, so their entries match those of an npy dump of the same run.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,8 @@ namespace opdump {
 void index_h5_dump(const std::string& path, const DumpPosition& where, std::vector<DumpEntry>& out);
 // The values of an entry index_h5_dump made.
 Tensor load_h5_entry(const DumpEntry& e);
+// The arguments each op of an opdump-written .h5 recorded (its group's "Arguments" attribute: the
+// save_kernel_args JSON), by sanitized op name: what replay runs its ops with.
+std::map<std::string, std::string> h5_op_arguments(const std::string& path);
 
 }  // namespace opdump
