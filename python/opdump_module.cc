@@ -9,6 +9,7 @@
 #include "util/log.h"
 #include "opdump/opdump.h"
 #include "runtime/runtime.h"
+#include "load_mode.h"
 #include "observer.h"
 
 namespace py = pybind11;
@@ -132,6 +133,24 @@ PYBIND11_MODULE(_opdump, m) {
   m.def("finalize", [&rt] {
     py::gil_scoped_release release;
     rt.finalize();
+  });
+  // The torch_npu 1.5 dumper's load mode (src/torch/load_mode.h).
+  m.def("start_load", &opdump::pt::start_load, py::arg("load_file"), py::arg("out_file"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def("stop_load", [] {
+    opdump::pt::LoadReport r;
+    {
+      py::gil_scoped_release release;
+      r = opdump::pt::stop_load();
+    }
+    py::dict d;
+    d["stored"] = r.stored;
+    d["matched"] = r.matched;
+    d["failed"] = r.failed;
+    d["unmatched"] = r.unmatched;
+    d["problems"] = r.problems;
+    d["out_file"] = r.out_file;
+    return d;
   });
   m.def("step", [&rt] { rt.step(); });
   m.def("iteration", [&rt] { return rt.iteration(); });

@@ -435,8 +435,12 @@ class dumper:
     Opdebug records, overflow_summary.json) go to the folder beside it, <file>.opdump (`root`).
     check_overflow: prints `IR: <op> SeqId: <n> is overflow!` per overflowing op; afterwards `overflows`
     lists them and `root_cause` is the first op whose inputs were finite and outputs not.
-    use_load (re-running stored ops from load_file_path) is not available yet: it raises
-    NotImplementedError after checking its arguments.
+    use_load: each op call of the block that matches a call stored in load_file_path (an .h5 file
+    opdump wrote, or ops picked from one with h5copy; same operator, tensor shapes and dtypes, other
+    argument values; the first unused seqid when several match) is re-run on copies of the stored
+    inputs on the running op's device, and its inputs and new outputs go to dump_path under the same
+    /<op>/<seqid>/. The block's own tensors and results are untouched. `load_report` says what
+    matched; stored calls no op matched are warned about. (load_with_acl_dump is not available.)
     check_fp16_range: also flag values beyond float16's range. overflow_number: cap on dumped
     overflowing ops (0: all). The block replaces any dump configured before it and ends it on exit."""
 
@@ -458,10 +462,14 @@ class dumper:
                 raise ValueError(f"opdump.dumper: load_file_path {load!r} is not an existing .h5 file")
             if load == self.h5_path:
                 raise ValueError("opdump.dumper: load_file_path and dump_path name the same file")
-            raise NotImplementedError("opdump.dumper: use_load (re-running the ops of an .h5 file) is not available "
-                                      "in this version; `opdump replay` re-runs the ops of a tensor dump")
-        if load_file_path is not None:
+            if load_with_acl_dump:
+                raise NotImplementedError("opdump.dumper: load_with_acl_dump (a kernel-level dump of the re-run ops by "
+                                          "./acl.json) is not available in this version")
+            self._load = load
+        elif load_file_path is not None:
             raise ValueError("opdump.dumper: load_file_path applies to use_load=True only")
+        self.load_report = None
+        self.use_load = bool(use_load)
         dump = {"dump_path": aux, "dump_list": []}
         if check_overflow:
             dump["dump_debug"] = "on"
@@ -479,6 +487,10 @@ class dumper:
 
     def __enter__(self):
         import json
+        if self.use_load:
+            os.makedirs(os.path.dirname(self.h5_path), exist_ok=True)
+            _opdump.start_load(self._load, self.h5_path)
+            return self
         rank, device = _detect_rank()
         _opdump.set_rank(rank, device)
         _configuring(lambda: _opdump.set_dump_text(json.dumps(self._config), "opdump.dumper(...)"))
@@ -487,6 +499,15 @@ class dumper:
 
     def __exit__(self, *exc):
         import json
+        if self.use_load:
+            self.load_report = _opdump.stop_load()
+            r = self.load_report
+            if r["unmatched"] or r["problems"]:
+                warnings.warn(f"opdump.dumper(use_load): {r['matched']} of {r['stored']} stored op calls re-run into "
+                              f"{r['out_file']}; {len(r['unmatched'])} matched no op of this run "
+                              f"({', '.join(r['unmatched'][:5])}{' ...' if len(r['unmatched']) > 5 else ''})"
+                              + (f"; problems: {'; '.join(r['problems'][:3])}" if r["problems"] else ""), stacklevel=2)
+            return False
         self.report = finalize_dump()
         summary = os.path.join(self.root, "overflow_summary.json")
         if self.check_overflow and os.path.exists(summary):

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "arguments.h"
+#include "op_call.h"
 #include "format/dump_files.h"
 #include "msprobe_arguments.h"
 #include "layout/layout.h"
@@ -39,52 +40,12 @@ bool draws_random(const std::string& op_type) {
   return ops.count(op_type) > 0;
 }
 
-at::Tensor load(const DumpEntry& e) {
-  const Tensor t = load_entry(e);
-  const std::vector<int64_t> sizes(t.shape.begin(), t.shape.end());
-  return at::from_blob(const_cast<void*>(t.data), sizes, at::TensorOptions().dtype(aten_dtype(t.dtype))).clone();
-}
-
 at::Tensor high_precision(const at::Tensor& t) {
   if (!t.defined()) return t;
   // Always a copy: in-place ops write their inputs, and each run starts from the dumped values.
   if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble, /*non_blocking=*/false, /*copy=*/true);
   return at::isFloatingType(t.scalar_type()) ? t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true) : t.clone();
 }
-
-// CPU autocast on with `dtype` for a scope (Undefined: off), as the op ran under it.
-class CpuAutocast {
- public:
-  explicit CpuAutocast(at::ScalarType dtype) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    enabled_ = at::autocast::is_autocast_enabled(at::kCPU);
-    dtype_ = at::autocast::get_autocast_dtype(at::kCPU);
-    at::autocast::set_autocast_enabled(at::kCPU, dtype != at::ScalarType::Undefined);
-    if (dtype != at::ScalarType::Undefined) at::autocast::set_autocast_dtype(at::kCPU, dtype);
-#else
-    enabled_ = at::autocast::is_cpu_enabled();
-    dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_cpu_enabled(dtype != at::ScalarType::Undefined);
-    if (dtype != at::ScalarType::Undefined) at::autocast::set_autocast_cpu_dtype(dtype);
-#endif
-  }
-  ~CpuAutocast() {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(at::kCPU, enabled_);
-    at::autocast::set_autocast_dtype(at::kCPU, dtype_);
-#else
-    at::autocast::set_cpu_enabled(enabled_);
-    at::autocast::set_autocast_cpu_dtype(dtype_);
-#endif
-    at::autocast::clear_cache();
-  }
-  CpuAutocast(const CpuAutocast&) = delete;
-  CpuAutocast& operator=(const CpuAutocast&) = delete;
-
- private:
-  bool enabled_;
-  at::ScalarType dtype_;
-};
 
 // One rounding of a float dtype (its unit roundoff).
 double unit_roundoff(at::ScalarType t) {
@@ -102,20 +63,6 @@ at::Tensor rounding_moved(const at::Tensor& wide, double u) {
   }();
   const at::Tensor noise = at::rand(wide.sizes(), generator, at::TensorOptions().dtype(at::kDouble));
   return wide * (1 + u * (2 * noise - 1));
-}
-
-std::vector<at::Tensor> run(const c10::OperatorHandle& op, std::vector<c10::IValue> stack,
-                            at::ScalarType autocast = at::ScalarType::Undefined) {
-  at::NoGradGuard no_grad;
-  CpuAutocast scope(autocast);
-  op.callBoxed(&stack);
-  std::vector<at::Tensor> out;
-  for (const c10::IValue& v : stack) {
-    if (v.isTensor()) out.push_back(v.toTensor());
-    else if (v.isTensorList())
-      for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
-  }
-  return out;
 }
 
 // The save_kernel_args files of a folder, by sanitized op name. `unreadable` counts the files that
@@ -202,7 +149,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     if (!it->second->placeholder.empty()) return "input " + std::to_string(slot) + " holds no data: " + it->second->placeholder;
     at::Tensor t;
     try {
-      t = load(*it->second);
+      t = load_tensor(*it->second);
     } catch (const std::exception& e) {
       return std::string("input ") + std::to_string(slot) + " cannot be read: " + e.what();
     }
@@ -218,7 +165,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     auto stack = build_stack(*handle, spec, copies, &why);
     if (!stack) return why;
     try {
-      as_ran = run(*handle, std::move(*stack), autocast);
+      as_ran = run_call(*handle, std::move(*stack), autocast);
     } catch (const std::exception&) {
       // This PyTorch has no CPU kernel at these dtypes (float16 in 1.13): float outputs are still
       // judged against the float64 run, at the dtype the dump holds them in.
@@ -243,9 +190,9 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     }
     stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
-    exact = run(*handle, std::move(*stack));
+    exact = run_call(*handle, std::move(*stack));
     stack = build_stack(*handle, spec, moved, &why);
-    if (stack) perturbed = run(*handle, std::move(*stack));
+    if (stack) perturbed = run_call(*handle, std::move(*stack));
   } catch (const std::exception& e) {
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));
@@ -265,7 +212,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     }
     at::Tensor dumped;
     try {
-      dumped = load(*entry);
+      dumped = load_tensor(*entry);
     } catch (const std::exception& e) {
       row.judgement.result = Result::Skipped;
       row.judgement.reason = std::string("cannot be read: ") + e.what();

@@ -195,15 +195,84 @@ def test_dumper_arguments_follow_the_guide(tmp_path, kwargs, message):
     assert message in proc.stdout, proc.stdout
 
 
-def test_load_mode_is_refused_not_faked(tmp_path):
+LOAD = """
+import json, sys, warnings, torch, opdump
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 5))
+x = torch.randn(2, 3, 8, 8)
+mode, path = sys.argv[1], sys.argv[2]
+if mode == "dump":
+    with opdump.dumper(use_dump=True, dump_path=path):
+        m(x).sum().backward()
+    sys.exit(0)
+if mode == "faulty":  # this stack's linear kernel is 0.2% off (planted through torch.library)
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("linear", lambda a, w, b=None: torch.ops.aten.addmm(b, a, w.t()) * 1.002, "CPU")
+x2 = torch.randn(2, 3, 8, 8)  # other values, the same shapes: the stored calls match
+expected = m(x2).detach().clone()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with opdump.dumper(use_load=True, dump_path=sys.argv[3], load_file_path=path) as d:
+        y = m(x2)
+print(json.dumps({"report": d.load_report, "untouched": torch.equal(y.detach(), expected),
+                  "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+def test_load_mode_reruns_picked_ops_on_copies(tmp_path, run):
+    run_h5, pick, out = tmp_path / "run.h5", tmp_path / "pick.h5", tmp_path / "out.h5"
+    assert python(LOAD, "dump", run_h5).returncode == 0
+    with h5py.File(run_h5, "r") as f:
+        conv, linear = sorted(f["conv2d"])[0], sorted(f["linear"])[0]
+        relu = sorted(f["relu"])[0]
+    for group in (f"/conv2d/{conv}", f"/linear/{linear}", f"/relu/{relu}"):  # the guide's workflow: pick ops
+        subprocess.run(["h5copy", "-p", "-i", str(run_h5), "-o", str(pick), "-s", group, "-d", group], check=True)
+    with h5py.File(pick, "r+") as f:  # a stored call this run never makes: reported, not forced
+        f.copy(f"linear/{linear}", "linear/99")
+        f["linear/99/input/input"].attrs["Stride"] = np.array([1, 1])
+        del f["linear/99/input/input"]
+        f.create_dataset("linear/99/input/input", data=np.zeros((7, 144), np.float32)).attrs["Type"] = np.int32(0)
+    proc = python(LOAD, "load", pick, out)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    report = result["report"]
+    assert result["untouched"] is True  # the program's own results are its own
+    assert (report["stored"], report["matched"], report["failed"]) == (4, 3, 0), report
+    assert report["unmatched"] == ["/linear/99"] and "/linear/99" in result["warnings"][0]
+    with h5py.File(pick, "r") as stored, h5py.File(out, "r") as new:
+        assert sorted(op_calls(new)) == sorted([("conv2d", int(conv)), ("linear", int(linear)), ("relu", int(relu))])
+        for group in (f"conv2d/{conv}", f"linear/{linear}", f"relu/{relu}"):  # the stored inputs, re-run
+            for name in stored[group]["input"]:
+                np.testing.assert_array_equal(new[group]["input"][name][()], stored[group]["input"][name][()])
+            np.testing.assert_array_equal(new[group]["output"]["result"][()], stored[group]["output"]["result"][()])
+    # compare's view: the same stack gives the same outputs
+    assert " 0 error" in run("compare", out, pick, "-o", tmp_path / "same", check=0).stdout
+
+
+def test_load_mode_finds_a_faulty_kernel_of_this_stack(tmp_path, run):
+    run_h5, out = tmp_path / "run.h5", tmp_path / "out.h5"
+    assert python(LOAD, "dump", run_h5).returncode == 0
+    proc = python(LOAD, "faulty", run_h5, out)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.splitlines()[-1])["report"]
+    assert report["matched"] == 3 and report["failed"] == 0, report  # the forward ops (the block runs no backward)
+    assert any(u.startswith("/convolution_backward/") for u in report["unmatched"])
+    cmp = run("compare", out, run_h5, "-o", tmp_path / "cmp", check=0)
+    # the stored inputs are the same on both sides: the op whose output moves is this stack's fault
+    assert "first divergence: linear Default/linear-op0" in cmp.stdout and "its dumped inputs match" in cmp.stdout
+    assert "9 pass, 1 warning, 0 error" in cmp.stdout, cmp.stdout
+
+
+def test_load_with_acl_dump_is_refused_not_faked(tmp_path):
     (tmp_path / "in.h5").write_bytes(b"")
     code = ("import sys, opdump\n"
             "try:\n"
-            "    opdump.dumper(use_load=True, dump_path=sys.argv[1] + '/out.h5', load_file_path=sys.argv[1] + '/in.h5')\n"
+            "    opdump.dumper(use_load=True, dump_path=sys.argv[1] + '/out.h5', load_file_path=sys.argv[1] + '/in.h5',"
+            " load_with_acl_dump=True)\n"
             "except NotImplementedError as e:\n"
             "    print('refused:', e)\n")
     proc = python(code, tmp_path)
-    assert "refused: opdump.dumper: use_load" in proc.stdout, proc.stdout + proc.stderr
+    assert "refused: opdump.dumper: load_with_acl_dump" in proc.stdout, proc.stdout + proc.stderr
     assert not (tmp_path / "out.h5").exists()
 
 

@@ -32,17 +32,10 @@ std::optional<DType> dtype_of_scalar_type(int64_t v) {
 }
 
 std::string ir_name(const json& args, const std::string& op_type) {
-  std::string name = op_type;
-  if (args.is_object() && args.contains("operator") && args["operator"].is_string()) {
-    name = args["operator"].get<std::string>();
-    const size_t ns = name.find("::");
-    if (ns != std::string::npos) name = name.substr(ns + 2);
-    if (args.contains("overload") && args["overload"].is_string() && !args["overload"].get<std::string>().empty())
-      name += "_" + args["overload"].get<std::string>();
-  }
-  for (char& c : name)
-    if (c == '/' || c == ' ') c = '_';
-  return name.empty() ? "op" : name;
+  if (args.is_object() && args.contains("operator") && args["operator"].is_string())
+    return h5_ir_name(args["operator"].get<std::string>(),
+                      args.contains("overload") && args["overload"].is_string() ? args["overload"].get<std::string>() : "");
+  return h5_ir_name(op_type, "");
 }
 
 // Writes one op's datasets; runs on a writer thread.
@@ -235,6 +228,15 @@ uint64_t tensor_bytes(const std::vector<DumpTensor>& list) {
 }
 
 }  // namespace
+
+std::string h5_ir_name(const std::string& op, const std::string& overload) {
+  const size_t ns = op.find("::");
+  std::string name = ns == std::string::npos ? op : op.substr(ns + 2);
+  if (!overload.empty()) name += "_" + overload;
+  for (char& c : name)
+    if (c == '/' || c == ' ') c = '_';
+  return name.empty() ? "op" : name;
+}
 
 std::string h5_op_group(const std::string& arguments, const std::string& op_type, uint64_t seqid) {
   const json args = arguments.empty() ? json() : json::parse(arguments, nullptr, false);

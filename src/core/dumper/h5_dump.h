@@ -41,6 +41,10 @@ class H5Dump {
   std::atomic<uint64_t> unnumbered_{0};  // ops without a sequence number (dump_op of runtimes without an adapter)
 };
 
+// The 1.5 dumper's name for an operator: its name without the namespace, "_" and the overload
+// ("aten::add" "Tensor" -> "add_Tensor"; no overload: "relu").
+std::string h5_ir_name(const std::string& op, const std::string& overload);
+
 // The group an op call is stored under, "/add_Tensor/3": the operator's name with its overload, as
 // the 1.5 dumper named its IR ops (`arguments` JSON's "operator" and "overload"; else `op_type`).
 std::string h5_op_group(const std::string& arguments, const std::string& op_type, uint64_t seqid);
