@@ -10,6 +10,7 @@
 #include "opdump/opdump.h"
 #include "runtime/runtime.h"
 #include "load_mode.h"
+#include "opdump/torch.h"
 #include "observer.h"
 
 namespace py = pybind11;
@@ -134,7 +135,35 @@ PYBIND11_MODULE(_opdump, m) {
     py::gil_scoped_release release;
     rt.finalize();
   });
-  // The torch_npu 1.5 dumper's load mode (src/torch/load_mode.h).
+  // The torch_npu 1.5 dumper: its rules (opdump/torch.h) and its load mode (src/torch/load_mode.h).
+  m.def("plan_h5_dump", [](bool use_dump, bool use_load, bool check_overflow, const std::string& dump_path,
+                           const std::string& load_file_path, bool load_with_acl_dump, bool check_fp16_range,
+                           uint32_t overflow_number, const std::string& level) {
+    opdump::pt::H5DumperOptions o;
+    o.use_dump = use_dump;
+    o.use_load = use_load;
+    o.check_overflow = check_overflow;
+    o.dump_path = dump_path;
+    o.load_file_path = load_file_path;
+    o.load_with_acl_dump = load_with_acl_dump;
+    o.check_fp16_range = check_fp16_range;
+    o.overflow_number = overflow_number;
+    o.level = level;
+    opdump::pt::H5DumpPlan plan;
+    try {
+      plan = opdump::pt::plan_h5_dump(o);
+    } catch (const std::logic_error& e) {
+      if (dynamic_cast<const std::invalid_argument*>(&e)) throw py::value_error(e.what());
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+      throw py::error_already_set();
+    }
+    py::dict d;
+    d["h5_path"] = plan.h5_path;
+    d["records_path"] = plan.records_path;
+    d["config_json"] = plan.config_json;
+    d["load_file"] = plan.load_file;
+    return d;
+  });
   m.def("start_load", &opdump::pt::start_load, py::arg("load_file"), py::arg("out_file"),
         py::call_guard<py::gil_scoped_release>());
   m.def("stop_load", [] {

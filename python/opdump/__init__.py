@@ -403,22 +403,6 @@ def _mark_module(module, enabled):
                                                module.register_forward_hook(post)]
 
 
-def _h5_target(dump_path, argument="dump_path"):
-    """(the .h5 file, the folder beside it for opdump's own records) for the guide's dump_path: a
-    path ending in .h5, or a folder in which the file gets a YYYYmmdd_HHMMSS.ffffff.h5 name."""
-    import datetime
-    if dump_path is None:
-        raise ValueError(f"opdump.dumper: {argument} is required (a folder, or a path ending in .h5)")
-    path = os.path.abspath(os.fspath(dump_path))
-    if not path.endswith(".h5"):
-        if os.path.exists(path) and not os.path.isdir(path):
-            raise ValueError(f"opdump.dumper: {argument} {path!r} is a file that does not end in .h5")
-        path = os.path.join(path, datetime.datetime.now().strftime("%Y%m%d_%H%M%S.%f") + ".h5")
-    elif os.path.isdir(path):
-        raise ValueError(f"opdump.dumper: {argument} {path!r} is a folder, not an .h5 file")
-    return path, path[:-3] + ".opdump"
-
-
 class dumper:
     """The torch_npu 1.5 dumper (`torch.utils.dumper` of the PyTorch 1.5.0 accuracy comparison guide):
     the ops run inside a `with` block go to one `.h5` file.
@@ -446,40 +430,16 @@ class dumper:
 
     def __init__(self, use_dump=False, use_load=False, check_overflow=False, dump_path=None, load_file_path=None,
                  load_with_acl_dump=False, check_fp16_range=False, overflow_number=0, level="api"):
-        modes = [name for name, on in (("use_dump", use_dump), ("use_load", use_load),
-                                       ("check_overflow", check_overflow)) if on]
-        if len(modes) != 1:
-            raise ValueError("opdump.dumper: exactly one of use_dump, use_load and check_overflow must be True"
-                             + (f" (got {', '.join(modes)})" if modes else " (got none)"))
-        if load_with_acl_dump and not use_load:
-            raise ValueError("opdump.dumper: load_with_acl_dump applies to use_load=True only")
-        self.h5_path, aux = _h5_target(dump_path)
-        if use_load:
-            if load_file_path is None:
-                raise ValueError("opdump.dumper: use_load=True needs load_file_path (the .h5 file to re-run)")
-            load = os.path.abspath(os.fspath(load_file_path))
-            if not load.endswith(".h5") or not os.path.isfile(load):
-                raise ValueError(f"opdump.dumper: load_file_path {load!r} is not an existing .h5 file")
-            if load == self.h5_path:
-                raise ValueError("opdump.dumper: load_file_path and dump_path name the same file")
-            if load_with_acl_dump:
-                raise NotImplementedError("opdump.dumper: load_with_acl_dump (a kernel-level dump of the re-run ops by "
-                                          "./acl.json) is not available in this version")
-            self._load = load
-        elif load_file_path is not None:
-            raise ValueError("opdump.dumper: load_file_path applies to use_load=True only")
-        self.load_report = None
+        # The guide's rules are opdump::pt::plan_h5_dump's (C++ and Python share them): ValueError
+        # naming the argument, NotImplementedError for load_with_acl_dump.
+        plan = _opdump.plan_h5_dump(bool(use_dump), bool(use_load), bool(check_overflow),
+                                    "" if dump_path is None else os.fspath(dump_path),
+                                    "" if load_file_path is None else os.fspath(load_file_path),
+                                    bool(load_with_acl_dump), bool(check_fp16_range), int(overflow_number), str(level))
+        self.h5_path, self._config, self._load = plan["h5_path"], plan["config_json"], plan["load_file"]
         self.use_load = bool(use_load)
-        dump = {"dump_path": aux, "dump_list": []}
-        if check_overflow:
-            dump["dump_debug"] = "on"
-        else:
-            dump.update({"dump_op_switch": "on", "dump_mode": "all"})
-        self._config = {"dump": dump, "opdump": {"check_fp16_range": bool(check_fp16_range), "level": level,
-                                                 "h5_file": self.h5_path}}
-        if overflow_number:
-            self._config["opdump"]["overflow_number"] = int(overflow_number)
         self.check_overflow = bool(check_overflow)
+        self.load_report = None
         self.root = None
         self.report = None
         self.overflows = []
@@ -493,7 +453,7 @@ class dumper:
             return self
         rank, device = _detect_rank()
         _opdump.set_rank(rank, device)
-        _configuring(lambda: _opdump.set_dump_text(json.dumps(self._config), "opdump.dumper(...)"))
+        _configuring(lambda: _opdump.set_dump_text(self._config, "opdump.dumper(...)"))
         self.root = _opdump.dump_root()
         return self
 
