@@ -76,7 +76,7 @@ Dumper::Dumper(DumpConfig config, DumperOptions options)
   statistics_ = std::make_unique<StatisticCsvWriter>(config_.stat_categories);
   if (config_.file_format == FileFormat::H5) {
     make_dirs(std::filesystem::path(config_.h5_file).parent_path().string());
-    h5_ = std::make_unique<H5Dump>(config_.h5_file, *writer_);
+    h5_ = std::make_unique<H5Dump>(config_.h5_file, *writer_, config_.direct_io);
   }
 }
 

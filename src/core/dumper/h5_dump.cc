@@ -243,8 +243,8 @@ std::string h5_op_group(const std::string& arguments, const std::string& op_type
   return "/" + ir_name(args, op_type) + "/" + std::to_string(seqid);
 }
 
-H5Dump::H5Dump(std::string path, AsyncWriter& writer)
-    : path_(std::move(path)), writer_(writer), file_(std::make_shared<h5::Writer>(path_)) {}
+H5Dump::H5Dump(std::string path, AsyncWriter& writer, bool bypass_page_cache)
+    : path_(std::move(path)), writer_(writer), file_(std::make_shared<h5::Writer>(path_, bypass_page_cache)) {}
 
 H5Dump::~H5Dump() = default;
 

@@ -24,7 +24,8 @@ class Writer;
 class H5Dump {
  public:
   // Creates the file (a temporary beside `path` until close()). Throws opdump::Error naming it.
-  H5Dump(std::string path, AsyncWriter& writer);
+  // `bypass_page_cache`: large tensors written past the page cache (direct_io).
+  H5Dump(std::string path, AsyncWriter& writer, bool bypass_page_cache = false);
   ~H5Dump();
   // Queues the op's datasets on the writer under its seqid (op.sequence: its number among the ops
   // the dump saw, so that an overflow check's file keeps the numbers of the run). op.arguments: its

@@ -56,10 +56,12 @@ struct TensorAttrs {
   int64_t storage_offset = 0;
 };
 
-// Creates `path` (through a temporary file; an existing file is replaced by close()).
+// Creates `path` (through a temporary file; an existing file is replaced by close()). Thread-safe;
+// the bytes of large tensors are written by the calling threads side by side, past the page cache
+// with `bypass_page_cache` (as npy files are with direct_io), the file's structure by HDF5.
 class Writer {
  public:
-  explicit Writer(std::string path);
+  explicit Writer(std::string path, bool bypass_page_cache = false);
   ~Writer();  // without close(): the temporary file is removed, `path` untouched
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -82,6 +84,7 @@ class Writer {
   void close();
 
  private:
+  void write_tensor_attrs(int64_t dataset, const TensorView& v, const TensorAttrs& attrs);
   struct Handles;
   std::string path_, temp_;
   std::unique_ptr<Handles> h_;
