@@ -787,32 +787,31 @@ Tensor Reader::tensor(const std::string& dataset) const {
   return t;
 }
 
-std::vector<int64_t> Reader::ints(const std::string& dataset) const {
-  const DatasetInfo i = info(dataset);
-  if (!i.dtype || dtype_is_float(*i.dtype) || dtype_is_complex(*i.dtype)) fail(path_, dataset, "not integers");
+// A dataset's numbers converted by HDF5 to `native` (int64 or double); `accepts` says which element
+// types may be read so.
+template <typename T>
+std::vector<T> read_numbers(const Reader& r, const std::string& path, const std::string& dataset, hid_t file,
+                            hid_t native, bool (*accepts)(DType), const char* what) {
+  const DatasetInfo i = r.info(dataset);
+  if (!i.dtype || !accepts(*i.dtype)) fail(path, dataset, what);
   if (i.null) return {};
   LibraryLock lock;
   const uint64_t n = shape_numel(i.shape);
-  check_allocation(checked_bytes(n, 8), path_, dataset);
-  std::vector<int64_t> v(n);
-  Id ds = open_object(h_->file.get(), path_, dataset);
-  if (n && H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
-    fail(path_, dataset, "cannot read the data");
+  check_allocation(checked_bytes(n, sizeof(T)), path, dataset);
+  std::vector<T> v(n);
+  Id ds = open_object(file, path, dataset);
+  if (n && H5Dread(ds.get(), native, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0) fail(path, dataset, "cannot read the data");
   return v;
 }
 
+std::vector<int64_t> Reader::ints(const std::string& dataset) const {
+  return read_numbers<int64_t>(*this, path_, dataset, h_->file.get(), H5T_NATIVE_INT64,
+                               [](DType d) { return !dtype_is_float(d) && !dtype_is_complex(d); }, "not integers");
+}
+
 std::vector<double> Reader::reals(const std::string& dataset) const {
-  const DatasetInfo i = info(dataset);
-  if (!i.dtype || dtype_is_complex(*i.dtype)) fail(path_, dataset, "not real numbers");
-  if (i.null) return {};
-  LibraryLock lock;
-  const uint64_t n = shape_numel(i.shape);
-  check_allocation(checked_bytes(n, 8), path_, dataset);
-  std::vector<double> v(n);
-  Id ds = open_object(h_->file.get(), path_, dataset);
-  if (n && H5Dread(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
-    fail(path_, dataset, "cannot read the data");
-  return v;
+  return read_numbers<double>(*this, path_, dataset, h_->file.get(), H5T_NATIVE_DOUBLE,
+                              [](DType d) { return !dtype_is_complex(d); }, "not real numbers");
 }
 
 std::string Reader::text(const std::string& dataset) const {

@@ -17,6 +17,8 @@ namespace opdump {
 // '.', '/', '\\' and spaces become '_' (CANN's and MindSpore's rule); control characters, NUL and bytes
 // that would let a name escape its folder become '_' too. Never returns "", "." or "..".
 std::string sanitize_name(std::string_view name);
+// Decimal digits only (1 to 19 of them) as a number; false for anything else (a sign, a space, "").
+bool parse_decimal(std::string_view s, uint64_t* out);
 // sanitize_name for a folder (a model name): names over 200 bytes keep their first 180 and a
 // hash of the whole name, so that they fit NAME_MAX and stay distinct and stable across runs.
 std::string folder_name(std::string_view name);

@@ -107,16 +107,6 @@ std::vector<std::string_view> split_dots(std::string_view s) {
   return parts;
 }
 
-bool to_u64(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
 
 }  // namespace
 
@@ -126,13 +116,13 @@ namespace {
 bool parse_op_fields(const std::vector<std::string_view>& parts, size_t n, ParsedDumpName* p) {
   if (n == 4) {  // no stream id
     p->op.stream_id = 0;
-    if (!to_u64(parts[2], &p->op.task_id) || !to_u64(parts[3], &p->op.timestamp)) return false;
+    if (!parse_decimal(parts[2], &p->op.task_id) || !parse_decimal(parts[3], &p->op.timestamp)) return false;
   } else if (n >= 5 && n <= 9) {
-    if (!to_u64(parts[2], &p->op.task_id) || !to_u64(parts[3], &p->op.stream_id) || !to_u64(parts[4], &p->op.timestamp))
+    if (!parse_decimal(parts[2], &p->op.task_id) || !parse_decimal(parts[3], &p->op.stream_id) || !parse_decimal(parts[4], &p->op.timestamp))
       return false;
     for (size_t i = 5; i < n; ++i) {
       uint64_t field;
-      if (!to_u64(parts[i], &field)) return false;
+      if (!parse_decimal(parts[i], &field)) return false;
       if (!p->slice.empty()) p->slice += '.';
       p->slice += parts[i];
     }
@@ -156,7 +146,7 @@ bool parse_dump_file_name(std::string_view name, ParsedDumpName* out) {
                                                                                                 : parts.size() - 5;
     if (parts[io] != "input" && parts[io] != "output") return false;
     uint64_t slot;
-    if (!to_u64(parts[io + 1], &slot) || slot > UINT32_MAX) return false;
+    if (!parse_decimal(parts[io + 1], &slot) || slot > UINT32_MAX) return false;
     p.has_io = true;
     p.io = parts[io] == "input" ? IoKind::Input : IoKind::Output;
     p.slot = static_cast<uint32_t>(slot);
@@ -165,6 +155,17 @@ bool parse_dump_file_name(std::string_view name, ParsedDumpName* out) {
   }
   if (!parse_op_fields(parts, op_fields, &p)) return false;
   *out = std::move(p);
+  return true;
+}
+
+bool parse_decimal(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
   return true;
 }
 

@@ -24,16 +24,6 @@ struct OpGroup {
   uint64_t seqid = 0;
 };
 
-bool parse_seqid(const std::string& s, uint64_t* out) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
 
 class H5Indexer {
  public:
@@ -131,7 +121,7 @@ void index_in_process(const std::string& path, const DumpPosition& where, std::v
     if (!file.is_group("/" + ir)) continue;
     for (const std::string& seq : file.members("/" + ir)) {
       OpGroup g{ir, "/" + ir + "/" + seq, 0};
-      if (!parse_seqid(seq, &g.seqid) || !file.is_group(g.group)) continue;  // not an op call
+      if (!parse_decimal(seq, &g.seqid) || !file.is_group(g.group)) continue;  // not an op call
       ops.push_back(std::move(g));
     }
   }
