@@ -152,19 +152,18 @@ PYBIND11_MODULE(_opdump, m) {
     opdump::pt::H5DumpPlan plan;
     try {
       plan = opdump::pt::plan_h5_dump(o);
-    } catch (const std::logic_error& e) {
-      if (dynamic_cast<const std::invalid_argument*>(&e)) throw py::value_error(e.what());
-      PyErr_SetString(PyExc_NotImplementedError, e.what());
-      throw py::error_already_set();
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(e.what());
     }
     py::dict d;
     d["h5_path"] = plan.h5_path;
     d["records_path"] = plan.records_path;
     d["config_json"] = plan.config_json;
     d["load_file"] = plan.load_file;
+    d["acl_config"] = plan.acl_config;
     return d;
   });
-  m.def("start_load", &opdump::pt::start_load, py::arg("load_file"), py::arg("out_file"),
+  m.def("start_load", &opdump::pt::start_load, py::arg("load_file"), py::arg("out_file"), py::arg("acl_config") = "",
         py::call_guard<py::gil_scoped_release>());
   m.def("stop_load", [] {
     opdump::pt::LoadReport r;

@@ -40,7 +40,7 @@ struct H5DumperOptions {
   bool use_dump = false, use_load = false, check_overflow = false;
   std::string dump_path;       // a folder (the file gets a YYYYmmdd_HHMMSS.ffffff.h5 name) or a path ending in .h5
   std::string load_file_path;  // use_load: an existing .h5 file, not dump_path
-  bool load_with_acl_dump = false;  // not available: refused
+  bool load_with_acl_dump = false;  // use_load: the re-runs' kernels also dumped by ./acl.json (kernel level)
   bool check_fp16_range = false;    // check_overflow: also values beyond float16's range
   uint32_t overflow_number = 0;     // check_overflow: at most this many ops dumped (0: all)
   std::string level = "api";        // which ops: "api" (outermost calls), "kernel" or "all"
@@ -52,6 +52,7 @@ struct H5DumpPlan {
   std::string records_path; // opdump's own records beside it ({file}.opdump/): execution order, Opdebug
   std::string config_json;  // the dump config applied (use_dump, check_overflow); "" for use_load
   std::string load_file;    // use_load: the absolute path of the file loaded
+  std::string acl_config;   // load_with_acl_dump: ./acl.json, whose dump takes the re-runs' kernels
 };
 // Checks the guide's rules; std::invalid_argument naming the argument when one is broken.
 H5DumpPlan plan_h5_dump(const H5DumperOptions& options);

@@ -424,19 +424,21 @@ class dumper:
     argument values; the first unused seqid when several match) is re-run on copies of the stored
     inputs on the running op's device, and its inputs and new outputs go to dump_path under the same
     /<op>/<seqid>/. The block's own tensors and results are untouched. `load_report` says what
-    matched; stored calls no op matched are warned about. (load_with_acl_dump is not available.)
+    matched; stored calls no op matched are warned about. load_with_acl_dump: the re-runs' kernels are
+    also dumped by ./acl.json (its dump_path and data; opdump's kernel level; nothing else is dumped).
     check_fp16_range: also flag values beyond float16's range. overflow_number: cap on dumped
     overflowing ops (0: all). The block replaces any dump configured before it and ends it on exit."""
 
     def __init__(self, use_dump=False, use_load=False, check_overflow=False, dump_path=None, load_file_path=None,
                  load_with_acl_dump=False, check_fp16_range=False, overflow_number=0, level="api"):
         # The guide's rules are opdump::pt::plan_h5_dump's (C++ and Python share them): ValueError
-        # naming the argument, NotImplementedError for load_with_acl_dump.
+        # naming the argument.
         plan = _opdump.plan_h5_dump(bool(use_dump), bool(use_load), bool(check_overflow),
                                     "" if dump_path is None else os.fspath(dump_path),
                                     "" if load_file_path is None else os.fspath(load_file_path),
                                     bool(load_with_acl_dump), bool(check_fp16_range), int(overflow_number), str(level))
         self.h5_path, self._config, self._load = plan["h5_path"], plan["config_json"], plan["load_file"]
+        self._acl_config = plan["acl_config"]
         self.use_load = bool(use_load)
         self.check_overflow = bool(check_overflow)
         self.load_report = None
@@ -449,7 +451,7 @@ class dumper:
         import json
         if self.use_load:
             os.makedirs(os.path.dirname(self.h5_path), exist_ok=True)
-            _opdump.start_load(self._load, self.h5_path)
+            _opdump.start_load(self._load, self.h5_path, self._acl_config)
             return self
         rank, device = _detect_rank()
         _opdump.set_rank(rank, device)

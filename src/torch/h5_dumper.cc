@@ -71,9 +71,11 @@ H5DumpPlan plan_h5_dump(const H5DumperOptions& o) {
     if (!ends_with_h5(load) || !std::filesystem::is_regular_file(load, ec))
       bad("load_file_path \"" + load + "\" is not an existing .h5 file");
     if (load == plan.h5_path) bad("load_file_path and dump_path name the same file");
-    if (o.load_with_acl_dump)
-      throw std::logic_error("opdump.dumper: load_with_acl_dump (a kernel-level dump of the re-run ops by ./acl.json) "
-                             "is not available in this version");
+    if (o.load_with_acl_dump) {  // the guide's tool read ./acl.json
+      plan.acl_config = std::filesystem::absolute("acl.json").string();
+      if (!std::filesystem::is_regular_file(plan.acl_config, ec))
+        bad("load_with_acl_dump=True needs an acl.json in the working directory (" + plan.acl_config + ")");
+    }
     plan.load_file = load;
     return plan;
   }
@@ -96,7 +98,7 @@ H5Dumper::H5Dumper(const H5DumperOptions& options) : plan_(plan_h5_dump(options)
   install();
   if (!plan_.load_file.empty()) {
     std::filesystem::create_directories(std::filesystem::path(plan_.h5_path).parent_path());
-    start_load(plan_.load_file, plan_.h5_path);
+    start_load(plan_.load_file, plan_.h5_path, plan_.acl_config);
     load_ = true;
   } else {
     Runtime::instance().set_dump_config(parse_config(plan_.config_json, "opdump::pt::H5Dumper"));

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "capture.h"
@@ -15,6 +16,9 @@
 #include "read/h5_dump.h"
 #include "replay/arguments.h"
 #include "replay/op_call.h"
+#include "opdump/opdump.h"
+#include "runtime/runtime.h"
+#include "util/file_read.h"
 #include "writer/async_writer.h"
 
 namespace opdump::pt {
@@ -73,7 +77,8 @@ std::string signature(const json& spec, const std::function<std::string(uint32_t
 
 class Session {
  public:
-  Session(const std::string& load_file, std::string out_file) : out_file_(std::move(out_file)) {
+  Session(const std::string& load_file, std::string out_file, const std::string& acl_config)
+      : out_file_(std::move(out_file)) {
     std::vector<DumpEntry> entries;
     index_h5_dump(load_file, DumpPosition{}, entries);
     const std::map<std::string, std::string> arguments = h5_op_arguments(load_file);
@@ -114,6 +119,7 @@ class Session {
     for (size_t i = 0; i < calls_.size(); ++i) by_ir_[calls_[i].ir].push_back(i);
     writer_ = std::make_unique<AsyncWriter>(WriterOptions{1, uint64_t(256) << 20, PageCache::Use});
     h5_ = std::make_unique<H5Dump>(out_file_, *writer_);
+    if (!acl_config.empty()) start_kernel_dump(acl_config);
     handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&Session::start_cb, &Session::end_cb)
                                         .needsInputs(true)
                                         .scopes({at::RecordScope::FUNCTION}));
@@ -121,6 +127,10 @@ class Session {
 
   LoadReport stop() {
     at::removeCallback(handle_);
+    if (kernel_dump_) {
+      const WriterReport k = Runtime::instance().finalize_dump();
+      if (!k.ok()) problems_.push_back("the kernel dump of the re-run calls: " + k.first_error);
+    }
     writer_->drain();
     LoadReport r;
     r.out_file = out_file_;
@@ -183,10 +193,28 @@ class Session {
     }
   }
 
+  // load_with_acl_dump: the acl.json's dump at kernel level, of the model the re-runs run as (the
+  // model is loaded after the config, as CANN's model dumps need).
+  void start_kernel_dump(const std::string& acl_config) {
+    json doc = json::parse(read_text_file(acl_config, uint64_t(64) << 20), nullptr, false);
+    if (!doc.is_object() || !doc.contains("dump") || !doc["dump"].is_object())
+      throw ConfigError("dump", "load_with_acl_dump needs an acl.json with a \"dump\" object", acl_config);
+    doc["dump"]["dump_list"] = json::array({{{"model_name", kLoadModel}}});
+    doc["dump"]["dump_op_switch"] = "off";
+    doc["opdump"]["level"] = "kernel";
+    Runtime::instance().set_dump_config(parse_config(doc.dump(), acl_config));
+    Runtime::instance().register_model(kLoadModel);
+    kernel_dump_ = true;
+  }
+
   // The stored call on copies of its stored inputs, on `device`; inputs and outputs to the new file.
   void rerun(const StoredCall& call, c10::Device device) {
     running_ = true;
-    at::RecordFunctionGuard no_record(false);
+    // Unseen by every observer, except with a kernel dump: then as the model kLoadModel.
+    std::optional<at::RecordFunctionGuard> no_record;
+    std::optional<ModelScope> as_model;
+    if (kernel_dump_) as_model.emplace(kLoadModel, call.ir);
+    else no_record.emplace(false);
     std::string why;
     try {
       std::vector<at::Tensor> inputs, on_device;
@@ -234,6 +262,8 @@ class Session {
   std::unique_ptr<AsyncWriter> writer_;
   std::unique_ptr<H5Dump> h5_;
   at::CallbackHandle handle_ = 0;
+  bool kernel_dump_ = false;
+  static constexpr const char* kLoadModel = "opdump_load";
   uint64_t matched_ = 0, failed_ = 0;
   std::vector<std::string> problems_;
 };
@@ -245,12 +275,12 @@ thread_local bool Session::running_ = false;
 
 }  // namespace
 
-void start_load(const std::string& load_file, const std::string& out_file) {
+void start_load(const std::string& load_file, const std::string& out_file, const std::string& acl_config) {
   {
     std::lock_guard<std::mutex> lock(Session::current_mutex);
     if (Session::current) throw Error("a load (use_load) is already running");
   }
-  auto session = std::make_unique<Session>(load_file, out_file);
+  auto session = std::make_unique<Session>(load_file, out_file, acl_config);
   std::lock_guard<std::mutex> lock(Session::current_mutex);
   Session::current = session.release();
 }

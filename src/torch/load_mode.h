@@ -24,7 +24,9 @@ struct LoadReport {
 // Reads the stored calls (through HDF5 in a child process: the file may be hostile) and starts
 // matching the ops this process runs. Throws opdump::Error naming the file when it cannot be read,
 // holds no op calls, or a load is already running. `out_file` is written whole when the load stops.
-void start_load(const std::string& load_file, const std::string& out_file);
+// `acl_config` (load_with_acl_dump): an acl.json whose dump, at kernel level, takes the kernels of the
+// re-run calls and nothing else (they run as the model "opdump_load"); "" for none.
+void start_load(const std::string& load_file, const std::string& out_file, const std::string& acl_config = "");
 // Stops matching, writes the new file and says what happened. Throws opdump::Error when no load runs.
 LoadReport stop_load();
 

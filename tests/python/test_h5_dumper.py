@@ -116,6 +116,14 @@ def test_compare_h5_against_npy_dump_of_the_same_run(squeezenet, run, tmp_path):
     assert " 0 error" in proc.stdout
 
 
+def test_replay_reads_the_h5_dump(squeezenet, run, tmp_path):
+    proc = run("replay", squeezenet["h5"]["h5_path"], "-o", tmp_path / "rp", check=0)
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("replayed "))
+    replayed, total = int(line.split()[1]), int(line.split()[3])
+    assert total == squeezenet["h5"]["report"]["ops"] and replayed >= total - 2, line  # the dropout is random
+    assert " 0 error" in line and "no op fails on its own inputs" in proc.stdout, proc.stdout
+
+
 def test_half_types_strides_and_arguments_kept_exactly(tmp_path):
     code = ("import sys, torch, opdump\n"
             "torch.manual_seed(0)\n"
@@ -263,17 +271,41 @@ def test_load_mode_finds_a_faulty_kernel_of_this_stack(tmp_path, run):
     assert "9 pass, 1 warning, 0 error" in cmp.stdout, cmp.stdout
 
 
-def test_load_with_acl_dump_is_refused_not_faked(tmp_path):
-    (tmp_path / "in.h5").write_bytes(b"")
-    code = ("import sys, opdump\n"
+def test_load_with_acl_dump_dumps_the_reruns_kernels(tmp_path, run):
+    run_h5, out = tmp_path / "run.h5", tmp_path / "out.h5"
+    assert python(LOAD, "dump", run_h5).returncode == 0
+    pick = tmp_path / "pick.h5"
+    with h5py.File(run_h5, "r") as f:
+        linear = sorted(f["linear"])[0]
+    subprocess.run(["h5copy", "-p", "-i", str(run_h5), "-o", str(pick), "-s", f"/linear/{linear}", "-d",
+                    f"/linear/{linear}"], check=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import json, os, sys, torch, opdump\n"
+            "os.chdir(sys.argv[1])\n"
             "try:\n"
-            "    opdump.dumper(use_load=True, dump_path=sys.argv[1] + '/out.h5', load_file_path=sys.argv[1] + '/in.h5',"
-            " load_with_acl_dump=True)\n"
-            "except NotImplementedError as e:\n"
-            "    print('refused:', e)\n")
-    proc = python(code, tmp_path)
-    assert "refused: opdump.dumper: load_with_acl_dump" in proc.stdout, proc.stdout + proc.stderr
-    assert not (tmp_path / "out.h5").exists()
+            "    opdump.dumper(use_load=True, dump_path='o.h5', load_file_path=sys.argv[2], load_with_acl_dump=True)\n"
+            "except ValueError as e:\n"
+            "    print('refused:', e)\n"
+            "json.dump({'dump': {'dump_path': 'kernels', 'dump_mode': 'all', 'dump_list': []}}, open('acl.json', 'w'))\n"
+            "torch.manual_seed(0)\n"
+            "fc = torch.nn.Linear(144, 5)\n"
+            "x = torch.randn(2, 144)\n"
+            "with opdump.dumper(use_load=True, dump_path=sys.argv[3], load_file_path=sys.argv[2],"
+            " load_with_acl_dump=True) as d:\n"
+            "    fc(x).relu()\n"
+            "print(json.dumps(d.load_report))\n")
+    proc = python(code, work, pick, out)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: opdump.dumper: load_with_acl_dump=True needs an acl.json" in proc.stdout
+    report = json.loads(proc.stdout.splitlines()[-1])
+    assert report["matched"] == 1 and report["failed"] == 0, report
+    # the re-run linear's kernels, and nothing of the program's own ops (relu ran outside any re-run)
+    files = list((work / "kernels").rglob("*.npy"))
+    names = [p.name for p in files]
+    assert files and all("/opdump_load/" in str(p) for p in files), files  # the Ascend layout's model folder
+    assert any(n.startswith(("addmm.", "matmul.", "mm.", "t.")) for n in names), names
+    assert not any(n.startswith("relu.") for n in names), names
 
 
 def test_get_op_map_from_its_data_file(tmp_path):
