@@ -5,7 +5,7 @@ dump_tensor_data/{API}.{input|output}.{i}.pt. APIs are caught as msprobe's L1 le
 (Functional./Torch./Tensor.{api}.{call}.forward), through a TorchFunctionMode; at level mix each
 module's forward is recorded too and construct.json names each API's parent module.
 
-  msprobe_workload.py --tool msprobe|opdump --out DIR [--task statistics|tensor] [--level L1|mix]
+  msprobe_workload.py --tool msprobe|opdump|opdump-h5 --out DIR [--task statistics|tensor] [--level L1|mix]
                       [--plant none|layer2_conv|inf_fc|linear_kernel] [--tensor-format pt|npy] [--bf16]
 """
 import argparse
@@ -155,7 +155,7 @@ class MsprobeRecorder(torch.overrides.TorchFunctionMode):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--tool", choices=["msprobe", "opdump"], required=True)
+    p.add_argument("--tool", choices=["msprobe", "opdump", "opdump-h5"], required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--task", default="statistics", choices=["statistics", "tensor"])
     p.add_argument("--level", default="mix", choices=["L1", "mix"])
@@ -186,10 +186,15 @@ def main():
             "kernels": [], "support_device": [0], "saved_data": "statistic" if args.task == "statistics" else "tensor",
             "statistic_category": ["max", "min", "avg", "l2norm", "count", "nan count", "negative inf count",
                                    "positive inf count"]}, "e2e_dump_settings": {"enable": True}}
-        with opdump.dump(config):
+        if args.tool == "opdump-h5":  # the torch_npu 1.5 dumper's file: {out}/run.h5
             opdump.register_model(model, "net")
-            with torch.no_grad():
+            with opdump.dumper(use_dump=True, dump_path=os.path.join(args.out, "run.h5")), torch.no_grad():
                 loss = F.cross_entropy(model(x), y)
+        else:
+            with opdump.dump(config):
+                opdump.register_model(model, "net")
+                with torch.no_grad():
+                    loss = F.cross_entropy(model(x), y)
     print(json.dumps({"loss": loss.item() if math.isfinite(loss.item()) else str(loss.item())}))
 
 

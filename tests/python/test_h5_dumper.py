@@ -350,3 +350,24 @@ def test_corrupt_h5_files_are_errors_naming_the_file(squeezenet, run, tmp_path):
             assert proc.returncode > 0, (args, proc.returncode, proc.stderr)  # an exit code, not a signal
             assert str(bad) in proc.stderr, (args, proc.stderr)
     assert "not an HDF5 file" in run("stats", not_h5).stderr
+
+
+def test_h5_dump_against_msprobe_dump_of_the_same_run(run, tmp_path):
+    """resnet18's forward in msprobe's tensor layout against opdump's .h5 of the same run: clean; a
+    changed layer2 conv weight in the .h5 run is named, through the data flow opdump keeps beside it."""
+    workload = pathlib.Path(__file__).with_name("msprobe_workload.py")
+
+    def dump(tool, plant):
+        out = tmp_path / f"{tool}-{plant}"
+        subprocess.run([PYTHON, str(workload), "--tool", tool, "--out", str(out), "--task", "tensor", "--level", "L1",
+                        "--plant", plant, "--opdump-path", str(BUILD / "python")], check=True, capture_output=True,
+                       env=ENV, timeout=600)
+        return out
+
+    msprobe = dump("msprobe", "none")
+    clean = run("compare", dump("opdump-h5", "none") / "run.h5", msprobe, "-o", tmp_path / "clean", check=0).stdout
+    assert " 0 error" in clean and "no divergence found" in clean, clean
+    planted = run("compare", dump("opdump-h5", "layer2_conv") / "run.h5", msprobe, "-o", tmp_path / "planted",
+                  check=0).stdout
+    assert "first divergence: conv2d Default/net-ResNet/layer2-Sequential/0-BasicBlock/conv2-Conv2d" in planted, planted
+    assert "parameter net.layer2.0.conv2.weight" in planted

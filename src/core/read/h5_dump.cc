@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -132,7 +133,26 @@ void index_in_process(const std::string& path, const DumpPosition& where, std::v
 
 }  // namespace
 
-void index_h5_dump(const std::string& path, const DumpPosition& where, std::vector<DumpEntry>& out) {
+namespace {
+// opdump's records beside an .h5 it wrote ({file}.opdump/{time}/{device}/execution_order/): the data
+// flow (which op produced each input, which inputs are parameters) that compare's origin follows.
+std::string records_root(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path records = fs::path(path.substr(0, path.size() - 3) + ".opdump");
+  if (!fs::is_directory(records, ec)) return "";
+  for (const auto& time : fs::directory_iterator(records, ec))
+    for (const auto& device : fs::directory_iterator(time.path(), ec))
+      if (fs::is_directory(device.path() / "execution_order", ec)) return fs::absolute(device.path()).lexically_normal().string();
+  return "";
+}
+}  // namespace
+
+void index_h5_dump(const std::string& path, const DumpPosition& at, std::vector<DumpEntry>& out) {
+  DumpPosition where = at;
+  if (path.size() > 3) {
+    if (std::string root = records_root(path); !root.empty()) where.run_root = root;
+  }
   const std::string text = h5::isolated(path, [&] {
     std::vector<DumpEntry> entries;
     index_in_process(path, where, entries);
