@@ -371,3 +371,20 @@ def test_h5_dump_against_msprobe_dump_of_the_same_run(run, tmp_path):
                   check=0).stdout
     assert "first divergence: conv2d Default/net-ResNet/layer2-Sequential/0-BasicBlock/conv2-Conv2d" in planted, planted
     assert "parameter net.layer2.0.conv2.weight" in planted
+
+
+def test_tensors_without_data_are_named_not_silent(tmp_path):
+    code = ("import json, sys, torch, opdump\n"
+            "s = torch.eye(3).to_sparse()\n"
+            "with opdump.dumper(use_dump=True, dump_path=sys.argv[1]) as d:\n"
+            "    y = s * 2\n"  # a sparse tensor: no dense data to write
+            "print(json.dumps(d.report['warnings']))\n")
+    proc = python(code, tmp_path / "sparse.h5")
+    assert proc.returncode == 0, proc.stderr
+    warnings = json.loads(proc.stdout.splitlines()[-1])
+    assert any("placeholders without their data" in w and str(tmp_path / "sparse.h5") in w for w in warnings), warnings
+    with h5py.File(tmp_path / "sparse.h5", "r") as f:
+        (ir,) = list(f)
+        (seq,) = list(f[ir])
+        held = f[ir][seq]["input"]["self"]
+        assert held.shape is None and "sparse" in held.attrs["Placeholder"].lower()

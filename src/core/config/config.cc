@@ -147,6 +147,8 @@ void parse_opdump_options(const json& doc, DumpConfig& c, const ParseOptions& op
       throw ConfigError(f.path("h5_file"), "an .h5 dump holds tensors: the config's saved data must be \"tensor\"");
     if (c.file_format == FileFormat::Bin)
       throw ConfigError(f.path("h5_file"), "cannot be combined with file_format \"bin\"");
+    if (c.scene == Scene::Watcher)  // the watcher dumps an op's outputs again and again: one group per call cannot hold them
+      throw ConfigError(f.path("h5_file"), "cannot be combined with the watcher (dump_scene \"watcher\")");
     c.h5_file = resolve_path(*v, f.path("h5_file"), options);
     c.file_format = FileFormat::H5;
   }

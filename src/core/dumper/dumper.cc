@@ -169,10 +169,7 @@ void Dumper::record_placeholders(const OpRecord& op, const std::string& folder, 
       if (t.placeholder.empty()) continue;
       rows += placeholders_csv_row(op.id, list == &inputs ? IoKind::Input : IoKind::Output, static_cast<uint32_t>(slot),
                                    t.placeholder);
-      if (!t.data_lost) continue;
-      std::lock_guard<std::mutex> lock(placeholders_mutex_);
-      LostData& lost = lost_data_[t.placeholder];
-      if (!lost.count++) lost.example = op.id.op_name;
+      if (t.data_lost) count_lost_data(op, t);
     }
   if (rows.empty()) return;
   bool full;
@@ -185,6 +182,12 @@ void Dumper::record_placeholders(const OpRecord& op, const std::string& folder, 
     full = pending_placeholder_bytes_ >= kPlaceholderBatchBytes;
   }
   if (full) flush_placeholders();
+}
+
+void Dumper::count_lost_data(const OpRecord& op, const DumpTensor& t) {
+  std::lock_guard<std::mutex> lock(placeholders_mutex_);
+  LostData& lost = lost_data_[t.placeholder];
+  if (!lost.count++) lost.example = op.id.op_name;
 }
 
 void Dumper::flush_placeholders() {
@@ -213,9 +216,12 @@ void Dumper::dump_to(const OpRecord& op, const std::string& folder, const std::v
   const std::vector<DumpTensor> none;
   const auto& ins = config_.dumps_inputs() ? inputs : none;
   const auto& outs = config_.dumps_outputs() ? outputs : none;
-  if (h5_) {
+  if (h5_) {  // placeholders are the file's own (a Placeholder attribute); lost data is warned about at the end
     for (const auto* list : {&ins, &outs})
-      for (const auto& t : *list) tensor_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
+      for (const auto& t : *list) {
+        tensor_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
+        if (t.data_lost) count_lost_data(op, t);
+      }
     tensors_.fetch_add(ins.size() + outs.size(), std::memory_order_relaxed);
     const uint64_t seqid = h5_->dump(op, ins, outs);
     if (config_.scene == Scene::Overflow) {  // the torch_npu 1.5 dumper's line for an overflowing op
@@ -590,7 +596,9 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
     std::lock_guard<std::mutex> lock(placeholders_mutex_);
     for (const auto& [why, lost] : lost_data_)
       warnings.push_back(std::to_string(lost.count) + " tensors are placeholders without their data: " + why +
-                         " (first at " + lost.example + "; listed in each folder's " + kPlaceholdersFile + ")");
+                         " (first at " + lost.example + "; " +
+                         (h5_ ? "empty datasets with a Placeholder attribute in " + h5_->path()
+                              : "listed in each folder's " + std::string(kPlaceholdersFile)) + ")");
   }
   if (config_.scene == Scene::Normal && device_selected_ && ops_.load() == 0 && warnings.empty())
     warnings.push_back("nothing was dumped: no operator of the selected iterations, models and kernels ran");

@@ -229,6 +229,8 @@ class Dumper {
   size_t pending_placeholder_bytes_ = 0;
   bool placeholder_flush_queued_ = false;  // a writer task will take what is pending: no second one
   void flush_placeholders();
+  // A placeholder standing for data opdump could not dump: counted for finalize's warning.
+  void count_lost_data(const OpRecord& op, const DumpTensor& t);
   struct LostData {
     uint64_t count = 0;
     std::string example;  // the first op it happened to
