@@ -243,9 +243,7 @@ class Session {
       record.id.op_name = call.op_name;
       record.sequence = call.seqid;
       record.arguments = call.arguments;
-      const size_t end = record.arguments.rfind('}');
-      if (end != std::string::npos)  // this run's outputs, where they sit
-        record.arguments.insert(end, ",\"output_layouts\":" + detail::tensor_layouts_json(outputs));
+      add_output_layouts(record.arguments, detail::tensor_layouts_json(outputs));  // this run's outputs, where they sit
       h5_->dump(record, ins, outs);
       ++matched_;
     } catch (const std::exception& e) {

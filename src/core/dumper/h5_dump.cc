@@ -229,6 +229,12 @@ uint64_t tensor_bytes(const std::vector<DumpTensor>& list) {
 
 }  // namespace
 
+void add_output_layouts(std::string& arguments, const std::string& json_array) {
+  const size_t end = arguments.rfind('}');
+  if (end == std::string::npos || json_array.empty()) return;
+  arguments.insert(end, ",\"output_layouts\":" + json_array);
+}
+
 std::string h5_ir_name(const std::string& op, const std::string& overload) {
   const size_t ns = op.find("::");
   std::string name = ns == std::string::npos ? op : op.substr(ns + 2);

@@ -42,6 +42,10 @@ class H5Dump {
   std::atomic<uint64_t> unnumbered_{0};  // ops without a sequence number (dump_op of runtimes without an adapter)
 };
 
+// Adds where an op's outputs sit in memory (`json_array`: {stride, offset, device_type} per output) to
+// its arguments JSON, the text of one object; the .h5 file stores outputs' strides from there.
+void add_output_layouts(std::string& arguments, const std::string& json_array);
+
 // The 1.5 dumper's name for an operator: its name without the namespace, "_" and the overload
 // ("aten::add" "Tensor" -> "add_Tensor"; no overload: "relu").
 std::string h5_ir_name(const std::string& op, const std::string& overload);

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "opdump/error.h"
+#include "util/path.h"
 
 // Sanitizer builds only: a fuzzer's death callback must not run in a reading child.
 extern "C" void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
@@ -174,19 +175,6 @@ std::optional<DType> dtype_of_type(hid_t t, std::string* why) {
   *why = "an HDF5 element type opdump does not read (class " + std::to_string(static_cast<int>(cls)) + ", " +
          std::to_string(size) + " bytes)";
   return std::nullopt;
-}
-
-// HDF5 link names cannot hold '/' and "." names the group itself.
-std::string link_name(std::string s) {
-  for (char& c : s)
-    if (c == '/') c = '_';
-  if (s.empty() || s == ".") s = "_" + s;
-  return s;
-}
-
-std::string parent_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
 }
 
 Id scalar_space() { return Id(H5Screate(H5S_SCALAR)); }
@@ -445,7 +433,7 @@ namespace {
 // Creates the groups along `path` (not its last component) and returns the parent's name.
 std::string make_parents(hid_t file, hid_t gcpl, std::set<std::string>& made, const std::string& file_name,
                          const std::string& path) {
-  const std::string parent = parent_of(path);
+  const std::string parent = folder_of(path);
   if (made.count(parent)) return parent;
   size_t pos = 1;
   while (pos <= parent.size()) {
@@ -516,57 +504,50 @@ void Writer::write_tensor_attrs(int64_t dataset, const TensorView& v, const Tens
   if (attrs.storage_offset) ints_attr(ds, "StorageOffset", {attrs.storage_offset});
 }
 
-void Writer::ints(const std::string& path, const std::vector<int64_t>& values, bool scalar, ValueType type,
-                  DType element) {
-  LibraryLock lock;
+// One non-tensor dataset: `data` (nullptr: nothing to write) in memory as `mem_type`, stored as
+// `file_type` with its Type attribute. Called under the library lock.
+void Writer::value(const std::string& path, int64_t file_type, int64_t space, int64_t mem_type, const void* data,
+                   ValueType type) {
   make_parents(h_->file.get(), h_->group_plist.get(), h_->groups, path_, path);
-  Id space = scalar ? scalar_space() : space_of({static_cast<int64_t>(values.size())});
-  const hid_t file_type = element == DType::Int8 ? H5T_STD_I8LE : element == DType::Int32 ? H5T_STD_I32LE : H5T_STD_I64LE;
-  Id ds(H5Dcreate2(h_->file.get(), path.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  Id ds(H5Dcreate2(h_->file.get(), path.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   if (!ds.ok()) fail(path_, path, "cannot create the dataset");
-  if (!values.empty()) H5Dwrite(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  if (data && H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+    fail(path_, path, "cannot write the dataset");
   int_attr(ds.get(), "Type", static_cast<int32_t>(type));
 }
 
-void Writer::real(const std::string& path, double value, ValueType type) {
+void Writer::ints(const std::string& path, const std::vector<int64_t>& values, bool scalar, ValueType type,
+                  DType element) {
   LibraryLock lock;
-  make_parents(h_->file.get(), h_->group_plist.get(), h_->groups, path_, path);
+  Id space = scalar ? scalar_space() : space_of({static_cast<int64_t>(values.size())});
+  const hid_t file_type = element == DType::Int8 ? H5T_STD_I8LE : element == DType::Int32 ? H5T_STD_I32LE : H5T_STD_I64LE;
+  value(path, file_type, space.get(), H5T_NATIVE_INT64, values.empty() ? nullptr : values.data(), type);
+}
+
+void Writer::real(const std::string& path, double number, ValueType type) {
+  LibraryLock lock;
   Id space = scalar_space();
-  Id ds(H5Dcreate2(h_->file.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!ds.ok()) fail(path_, path, "cannot create the dataset");
-  H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &value);
-  int_attr(ds.get(), "Type", static_cast<int32_t>(type));
+  value(path, H5T_IEEE_F64LE, space.get(), H5T_NATIVE_DOUBLE, &number, type);
 }
 
 void Writer::reals(const std::string& path, const std::vector<double>& values, ValueType type) {
   LibraryLock lock;
-  make_parents(h_->file.get(), h_->group_plist.get(), h_->groups, path_, path);
   Id space = space_of({static_cast<int64_t>(values.size())});
-  Id ds(H5Dcreate2(h_->file.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!ds.ok()) fail(path_, path, "cannot create the dataset");
-  if (!values.empty()) H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
-  int_attr(ds.get(), "Type", static_cast<int32_t>(type));
+  value(path, H5T_IEEE_F64LE, space.get(), H5T_NATIVE_DOUBLE, values.empty() ? nullptr : values.data(), type);
 }
 
-void Writer::text(const std::string& path, const std::string& value, ValueType type) {
+void Writer::text(const std::string& path, const std::string& text, ValueType type) {
   LibraryLock lock;
-  make_parents(h_->file.get(), h_->group_plist.get(), h_->groups, path_, path);
   Id str = utf8_string_type();
   Id space = scalar_space();
-  Id ds(H5Dcreate2(h_->file.get(), path.c_str(), str.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!ds.ok()) fail(path_, path, "cannot create the dataset");
-  const char* p = value.c_str();
-  H5Dwrite(ds.get(), str.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p);
-  int_attr(ds.get(), "Type", static_cast<int32_t>(type));
+  const char* p = text.c_str();
+  value(path, str.get(), space.get(), str.get(), &p, type);
 }
 
 void Writer::none(const std::string& path) {
   LibraryLock lock;
-  make_parents(h_->file.get(), h_->group_plist.get(), h_->groups, path_, path);
   Id space(H5Screate(H5S_NULL));
-  Id ds(H5Dcreate2(h_->file.get(), path.c_str(), H5T_STD_I8LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!ds.ok()) fail(path_, path, "cannot create the dataset");
-  int_attr(ds.get(), "Type", static_cast<int32_t>(ValueType::None));
+  value(path, H5T_STD_I8LE, space.get(), H5T_STD_I8LE, nullptr, ValueType::None);
 }
 
 namespace {

@@ -72,9 +72,9 @@ class Writer {
   // `element`: Int64, Int32 or Int8 (bools, as the 1.5 dumper stored them).
   void ints(const std::string& path, const std::vector<int64_t>& values, bool scalar, ValueType type,
             DType element = DType::Int64);
-  void real(const std::string& path, double value, ValueType type);
+  void real(const std::string& path, double number, ValueType type);
   void reals(const std::string& path, const std::vector<double>& values, ValueType type);
-  void text(const std::string& path, const std::string& value, ValueType type);
+  void text(const std::string& path, const std::string& text, ValueType type);
   void none(const std::string& path);  // an empty dataset: the argument was None
   // An attribute of a group or dataset (a group is created when missing).
   void attr(const std::string& object, const std::string& name, const std::string& value);
@@ -85,6 +85,8 @@ class Writer {
 
  private:
   void write_tensor_attrs(int64_t dataset, const TensorView& v, const TensorAttrs& attrs);
+  void value(const std::string& path, int64_t file_type, int64_t space, int64_t mem_type, const void* data,
+             ValueType type);
   struct Handles;
   std::string path_, temp_;
   std::unique_ptr<Handles> h_;

@@ -1,5 +1,6 @@
 #include "runtime/op_report.h"
 
+#include "dumper/h5_dump.h"
 #include "layout/layout.h"
 #include "opdump/scopes.h"
 
@@ -27,7 +28,8 @@ void OpReport::identify(const std::string& op_type, std::string name, std::strin
   record_.model_name = std::move(model);
   record_.model_id = model_id;
   record_.iteration = runtime_->iteration();
-  record_.sequence = dumper_->next_op_sequence();
+  // .h5 dumps number every op they see (their seqid); other dumps keep the shared counter off the op path
+  if (dumper_->config().file_format == FileFormat::H5) record_.sequence = dumper_->next_op_sequence();
 }
 
 OpPlan OpReport::decide() const {
@@ -56,11 +58,6 @@ void OpReport::write_kernel_args(std::string json) {
   else dumper_->write_kernel_args(record_, std::move(json));
 }
 
-void OpReport::add_output_layouts(const std::string& json_array) {
-  std::string& arguments = record_.arguments;
-  const size_t end = arguments.rfind('}');
-  if (end == std::string::npos || json_array.empty()) return;
-  arguments.insert(end, ",\"output_layouts\":" + json_array);
-}
+void OpReport::add_output_layouts(const std::string& json_array) { opdump::add_output_layouts(record_.arguments, json_array); }
 
 }  // namespace opdump
