@@ -74,6 +74,10 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
 
 namespace {
 thread_local bool t_background_thread = false;
+bool finished(const std::weak_ptr<LazyWork>& w) {
+  auto s = w.lock();
+  return !s || s->done();
+}
 constexpr auto kLinger = std::chrono::microseconds(1000);  // the background thread's look for more work
 }  // namespace
 
@@ -113,6 +117,11 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
     std::lock_guard<std::mutex> lock(mutex_);
     for (const c10::StorageImpl* storage : storages)
       if (storage) by_storage_[storage].push_back(work);
+    if (work->in_order()) {
+      while (!in_order_.empty() && finished(in_order_.front()))
+        in_order_.pop_front();
+      in_order_.push_back(work);
+    }
     // Most entries are computed by the background thread long before anything forces them.
     if (++adds_since_prune_ >= 4096) prune();
   }
@@ -121,8 +130,9 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
     std::lock_guard<std::mutex> lock(queue_mutex_);
     if (!worker_) worker_ = std::make_unique<std::thread>([this] { worker_loop(); });
     queue_.push_back(work);
-    // A busy or lingering worker finds it without a wake-up call.
-    wake = worker_waiting_ || (worker_lingering_ && work->in_order());
+    // A busy or lingering worker finds it without a wake-up call (in-order work too: what it
+    // reports is ordered by run_earlier, not by calling the worker at once).
+    wake = worker_waiting_;
   }
   if (wake) queue_cv_.notify_one();
 }
@@ -164,14 +174,10 @@ void PendingWork::worker_loop() {
 void PendingWork::prune() {
   for (auto it = by_storage_.begin(); it != by_storage_.end();) {
     auto& list = it->second;
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [](const std::weak_ptr<LazyWork>& w) {
-                                auto s = w.lock();
-                                return !s || s->done();
-                              }),
-               list.end());
+    list.erase(std::remove_if(list.begin(), list.end(), finished), list.end());
     it = list.empty() ? by_storage_.erase(it) : std::next(it);
   }
+  in_order_.erase(std::remove_if(in_order_.begin(), in_order_.end(), finished), in_order_.end());
   adds_since_prune_ = 0;
 }
 
@@ -187,6 +193,21 @@ void PendingWork::force(const c10::StorageImpl* storage) {
   }
   for (auto& w : list)
     if (auto s = w.lock()) s->run();
+}
+
+void PendingWork::run_earlier(const LazyWork& work) {
+  if (!work.pending_) return;  // done inline, in order
+  std::vector<std::shared_ptr<LazyWork>> earlier;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& w : in_order_) {
+      auto s = w.lock();
+      if (!s || s->done()) continue;
+      if (s->added_ >= work.added_) break;
+      earlier.push_back(std::move(s));
+    }
+  }
+  for (auto& s : earlier) s->run();
 }
 
 void PendingWork::force_all() {

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <deque>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -35,14 +36,15 @@ class LazyWork {
   virtual ~LazyWork();
   void run();
   bool done() const { return done_.load(std::memory_order_acquire); }
-  // Reported as it is done, where the order matters (overflow checks: overflow_number dumps the
-  // first ones in execution order): the background thread is called at once, never left to find it.
+  // Work whose findings are reported in the order it was added (overflow checks: overflow_number
+  // dumps the first ones in execution order), whichever thread computes it: see run_earlier().
   virtual bool in_order() const { return false; }
 
  protected:
   explicit LazyWork(PendingWork& barrier, bool done = false) : barrier_(barrier) {
     done_.store(done, std::memory_order_relaxed);
   }
+  PendingWork& barrier() const { return barrier_; }
   // Called once, under the work's lock; moves the tensors it no longer needs into `release`.
   virtual void compute(std::vector<at::Tensor>& release) = 0;
 
@@ -119,6 +121,12 @@ class PendingWork {
     for (const c10::StorageImpl* s : storages) force(s);
   }
   void force_all();
+  // Does, now and on this thread, the in-order work added before `work` that is not done yet, in
+  // the order it was added: called by in-order work about to report something, so that what it
+  // reports comes after what earlier work reports, wherever each was computed (a check forced by
+  // the write barrier runs before the background thread reaches older ones). Work only ever waits
+  // for older work here, so no two threads wait for each other.
+  void run_earlier(const LazyWork& work);
   // No work left to do.
   bool empty() const { return in_forked_child() || undone_.load(std::memory_order_acquire) == 0; }
   // Tensors done with, to be released on a training thread.
@@ -132,6 +140,7 @@ class PendingWork {
   std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> by_storage_;
   std::atomic<size_t> undone_{0};
   std::atomic<uint64_t> added_{0};
+  std::deque<std::weak_ptr<LazyWork>> in_order_;  // in-order work in the order it came (under mutex_)
   // The background thread's queue.
   void worker_loop();
   std::mutex queue_mutex_;

@@ -139,7 +139,10 @@ class LazyCheck final : public LazyWork {
       known_.remember(t, checks.back());
       fired |= checks.back().fired(dumper_->config().check_fp16_range);
     }
-    if (fired) report_overflow(*dumper_, record_, inputs_, outputs_, checks, prechecked_);
+    if (fired) {
+      barrier().run_earlier(*this);  // older checks report first, wherever they are computed
+      report_overflow(*dumper_, record_, inputs_, outputs_, checks, prechecked_);
+    }
     for (auto* list : {&inputs_, &outputs_})
       for (at::Tensor& t : *list) release.push_back(std::move(t));
   }

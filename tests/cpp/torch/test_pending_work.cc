@@ -1,0 +1,111 @@
+// The statistics barrier (src/torch/host_stats.h): work reported in order whichever thread computes
+// it, and the write barrier forcing the work on a storage before it is written.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "host_stats.h"
+
+using namespace opdump::pt::detail;
+
+namespace {
+
+struct Log {
+  std::mutex mutex;
+  std::vector<int> order;
+  void add(int id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    order.push_back(id);
+  }
+};
+
+// An overflow check in miniature: in order, and it "fires", so it reports after older work.
+class Finding final : public LazyWork {
+ public:
+  Finding(PendingWork& barrier, Log& log, int id, at::Tensor t) : LazyWork(barrier), log_(log), id_(id), t_(std::move(t)) {}
+  bool in_order() const override { return true; }
+
+ private:
+  void compute(std::vector<at::Tensor>& release) override {
+    barrier().run_earlier(*this);
+    log_.add(id_);
+    release.push_back(std::move(t_));
+  }
+  Log& log_;
+  int id_;
+  at::Tensor t_;
+};
+
+// Holds the background thread until opened.
+class Gate final : public LazyWork {
+ public:
+  explicit Gate(PendingWork& barrier) : LazyWork(barrier) {}
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void compute(std::vector<at::Tensor>&) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+const c10::StorageImpl* storage(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
+
+TEST(PendingWork, WorkForcedOutOfOrderReportsAfterOlderWork) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Background);
+  Log log;
+  auto gate = std::make_shared<Gate>(barrier);
+  barrier.add({}, gate);  // the background thread waits here: only the write barrier computes
+  std::vector<at::Tensor> tensors;
+  std::vector<std::shared_ptr<Finding>> works;
+  for (int i = 0; i < 5; ++i) {
+    tensors.push_back(torch::ones({4}));
+    works.push_back(std::make_shared<Finding>(barrier, log, i, tensors.back()));
+    barrier.add({storage(tensors.back())}, works.back());
+  }
+  // An op about to write tensor 3 in place forces its work first: 0, 1 and 2 report before it.
+  barrier.force(storage(tensors[3]));
+  EXPECT_TRUE(works[3]->done());
+  EXPECT_FALSE(works[4]->done());
+  {
+    std::lock_guard<std::mutex> lock(log.mutex);
+    EXPECT_EQ(log.order, (std::vector<int>{0, 1, 2, 3}));
+  }
+  gate->open();
+  barrier.force_all();
+  std::lock_guard<std::mutex> lock(log.mutex);
+  EXPECT_EQ(log.order, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(PendingWork, ForcingAStorageDoesOnlyItsOwnWorkWhenNothingIsInOrder) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Background);
+  auto gate = std::make_shared<Gate>(barrier);
+  barrier.add({}, gate);
+  at::Tensor a = torch::ones({8}), b = torch::ones({8});
+  auto stats_a = std::make_shared<LazyStats>(barrier, a, opdump::DType::Float32, opdump::StatsOptions{});
+  auto stats_b = std::make_shared<LazyStats>(barrier, b, opdump::DType::Float32, opdump::StatsOptions{});
+  barrier.add({storage(a)}, stats_a);
+  barrier.add({storage(b)}, stats_b);
+  barrier.force(storage(b));
+  EXPECT_TRUE(stats_b->done());
+  EXPECT_FALSE(stats_a->done());
+  EXPECT_EQ(stats_b->get().count, 8u);
+  gate->open();
+  barrier.force_all();
+  EXPECT_TRUE(stats_a->done());
+}
+
+}  // namespace
