@@ -20,7 +20,10 @@ mode is also measured inside one process, where that noise cancels:
   alt        every other iteration of one dump selected (the statistics of a dumped step are
              finished while the next, undumped one runs)
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/bench_torch.py [--steps 10] [--rounds 3]
+    PYTHONPATH=build/python /usr/bin/python3 bench/bench_torch.py [--steps 10] [--rounds 3] [--model resnet50|tiny]
+
+--model resnet50 (batch 16: about 10x the step) shows whether the overhead grows with the model; --model tiny
+(100 Linear(16, 16)+ReLU layers) the fixed cost per op, printed in microseconds for every model.
 
 --baseline OTHER/python measures a second build of opdump (an earlier commit, say) in the same
 rounds, each of its modes right after this build's: the last lines give this build's step time
@@ -38,14 +41,21 @@ import time
 
 WORKER = r"""
 import json, statistics, sys, time, torch, torchvision
-mode, steps, path, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+mode, steps, path, threads, model = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
 if threads:
     torch.set_num_threads(threads)
 torch.manual_seed(0)
-# The workload of the msprobe measurement (shared reference peers.md): 1000 classes, momentum 0.9.
-m = torchvision.models.resnet18(num_classes=1000)
+if model == "tiny":  # many tiny ops: what each op costs, whatever its size
+    m = torch.nn.Sequential(*[l for _ in range(100) for l in (torch.nn.Linear(16, 16), torch.nn.ReLU())],
+                            torch.nn.Linear(16, 1000))
+    x = torch.randn(4, 16)
+else:
+    # The workload of the msprobe measurement (shared reference peers.md): 1000 classes, momentum 0.9;
+    # resnet50 at 4x the batch for a model doing about 10x the work.
+    m = getattr(torchvision.models, model)(num_classes=1000)
+    x = torch.randn(16 if model == "resnet50" else 4, 3, 64, 64)
 opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-x = torch.randn(4, 3, 64, 64); y = torch.randint(0, 1000, (4,))
+y = torch.randint(0, 1000, (x.shape[0],))
 def step():
     opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
 base, _, how = mode.partition("-")
@@ -100,6 +110,7 @@ print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start,
 
 
 THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
+MODEL = "resnet18"  # the model the workers train
 # glibc's defaults move with what a process frees: after a large block is freed its mmap threshold
 # rises and it trims freed memory back to the kernel, so a plain training step faults its
 # activations in again every step (205k minor faults and 2 s of system time per 10 resnet18 steps
@@ -135,7 +146,7 @@ def run_mode(mode, steps, workdir, pythonpath=None):
     env.update(ALLOCATORS[ALLOCATOR])
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL], capture_output=True,
                          text=True, env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
     # The sizes of the files a tensor dump wrote, for writing the same files without opdump.
@@ -210,9 +221,12 @@ def main():
     p.add_argument("--threads", type=int, default=0,
                    help="torch.set_num_threads of the training (default: torch's, all cores: the statistics thread "
                         "then competes with the training for them)")
+    p.add_argument("--model", choices=["resnet18", "resnet50", "tiny"], default="resnet18",
+                   help="resnet18 at batch 4 (default: msprobe's workload); resnet50 at batch 16 (about 10x the step); "
+                        "tiny: 100 Linear(16, 16)+ReLU layers at batch 4 (the fixed cost per op, in microseconds)")
     args = p.parse_args()
-    global THREADS
-    THREADS = args.threads
+    global THREADS, MODEL
+    THREADS, MODEL = args.threads, args.model
     baseline = {}  # mode -> [(this build / baseline) per round]
     baseline_rss = []  # the baseline's peak RSS in tensor mode, per round
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
@@ -299,7 +313,9 @@ def main():
                     inside[(mode, how)].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
     shutil.rmtree(workdir, ignore_errors=True)
     threads = runs["plain"][0]["threads"] if runs["plain"] else "?"
-    print(f"resnet18, batch 4x3x64x64, 1000 classes, SGD momentum 0.9, CPU, {threads} training threads on "
+    described = {"resnet18": "resnet18, batch 4x3x64x64", "resnet50": "resnet50, batch 16x3x64x64",
+                 "tiny": "100 Linear(16, 16)+ReLU layers, batch 4x16"}[MODEL]
+    print(f"{described}, 1000 classes, SGD momentum 0.9, CPU, {threads} training threads on "
           f"{os.cpu_count()} cores; median step over {args.steps} steps x {args.rounds} rounds; ratio = median over "
           f"rounds of (mode / plain of the same round)")
     for allocator, (t_medians, t_ratios, t_cpu, t_runs) in tables.items():
@@ -329,6 +345,13 @@ def main():
         rows = d["report"].get("statistic_rows", 0) // (args.steps + d["warmup"])
         print(f"  {mode:8s} summarizes {per_step / 1e6:.0f} MB in {rows} statistic rows per step; {rate}; "
               f"peak RSS {d['maxrss_mb']:.0f} MB (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB)")
+    # The fixed cost per op: the step's extra time over the ops of a step (as statistics mode dumped them).
+    stats_run = runs["stats"][-1] if runs.get("stats") else None
+    ops = stats_run["report"].get("ops", 0) / (args.steps + stats_run["warmup"]) if stats_run else 0
+    for mode in [m for m in ("stats", "overflow", "off") if runs.get(m) and ops]:
+        extra = statistics.median(medians[mode]) - statistics.median(medians["plain"])
+        print(f"  {mode:8s} {extra * 1e3:6.2f} ms/step more than plain over {ops:.0f} ops/step: "
+              f"{extra / ops * 1e6:6.1f} us per op")
     what = {"blocks": "blocks dumped from set_dump to finalize_dump / undumped blocks",
             "alt": "every other iteration dumped / the iterations between"}
     for (mode, how), values in inside.items():

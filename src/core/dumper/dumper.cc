@@ -21,7 +21,9 @@
 namespace opdump {
 namespace {
 
-constexpr size_t kRowBatch = 64;
+// Rows go to the writer in batches: each batch wakes a writer thread, a futex system call and an
+// inter-processor interrupt on the training thread (64-row batches: 22 per resnet18 step, about 1 ms).
+constexpr size_t kRowBatch = 256;
 constexpr size_t kPlaceholderBatchBytes = 16384;
 
 void check_writable(const std::string& path) {
@@ -345,6 +347,7 @@ void Dumper::flush_pending_rows() {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (pending_rows_.empty()) return;
     batch->swap(pending_rows_);
+    pending_rows_.reserve(kRowBatch);
   }
   uint64_t bytes = 0;
   for (const auto& p : *batch) bytes += 64 + p.tensor.pending_bytes;
