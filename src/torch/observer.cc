@@ -469,9 +469,8 @@ class Observer final : public RuntimeListener {
     dtype_of(t.scalar_type(), &dtype);
     if (!t.device().is_cpu()) *stream_id = stream_of(t);
     const DumpConfig& config = dumper.config();
-    Shape shape(t.sizes().begin(), t.sizes().end());
     DumpTensor d;
-    d.view = TensorView{nullptr, dtype, shape};
+    d.view = TensorView{nullptr, dtype, Shape(t.sizes().begin(), t.sizes().end())};
     const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
     if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
       // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its

@@ -190,9 +190,16 @@ class Dumper {
 
   // Statistics rows whose values the adapter already computed are batched: one writer task
   // and one write() per batch instead of one per tensor.
-  struct PendingRow {
+  // (Rows are made on the writer thread: what a training thread allocates per row is what it
+  // pays for twice, in malloc and in the frees that do not come back to its cache.)
+  struct RowOrigin {
     std::string folder;
-    StatisticRow row;
+    OpIdentity op;
+  };
+  struct PendingRow {
+    std::shared_ptr<const RowOrigin> origin;  // one per op and side
+    IoKind io;
+    uint32_t slot;
     DumpTensor tensor;
   };
   // One iteration's execution-order rows, graphs and tensor names, to append to their files.
@@ -221,6 +228,10 @@ class Dumper {
   std::mutex exec_files_mutex_;                // one writer thread at a time appends to those files
   std::mutex pending_mutex_;
   std::vector<PendingRow> pending_rows_;
+  // Batches the writer is done with, freed by the thread that made them (the next flush): memory
+  // a training thread allocates and a writer thread frees never comes back to the training thread's
+  // cache, and glibc's slow path took a third of a tiny-op model's dumped step.
+  std::vector<std::shared_ptr<std::vector<PendingRow>>> written_rows_;
   std::mutex placeholders_mutex_;
   std::set<std::string> placeholder_files_;  // folders whose placeholders.csv has its header
   // Rows not yet written, by folder, in the order they came (one writer task per batch: a task per
