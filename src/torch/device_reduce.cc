@@ -54,10 +54,18 @@ bool can_overflow(const at::Tensor& t) {
   return t.defined() && t.layout() == at::kStrided && (t.is_floating_point() || t.is_complex());
 }
 
-std::function<TensorStats()> device_stats(const at::Tensor& t) {
-  auto r = std::make_shared<DeviceReduction>(Reduction::Statistics, std::vector<at::Tensor>{t});
-  return [r] { return r->statistics(0); };
-}
+namespace {
+class DeviceStats final : public DeferredStats {
+ public:
+  explicit DeviceStats(const at::Tensor& t) : reduction_(Reduction::Statistics, std::vector<at::Tensor>{t}) {}
+  TensorStats get() override { return reduction_.statistics(0); }
+
+ private:
+  DeviceReduction reduction_;
+};
+}  // namespace
+
+std::shared_ptr<DeferredStats> device_stats(const at::Tensor& t) { return std::make_shared<DeviceStats>(t); }
 
 DeviceReduction::DeviceReduction(Reduction what, const std::vector<at::Tensor>& tensors) : what_(what) {
   std::vector<at::Tensor> parts;

@@ -5,11 +5,11 @@
 #pragma once
 #include <ATen/ATen.h>
 
-#include <functional>
 #include <memory>
 #include <vector>
 
 #include "debug_scenes/debug_scenes.h"
+#include "dumper/dumper.h"
 #include "stats/stats.h"
 #include "util/tensor.h"
 
@@ -42,6 +42,6 @@ class DeviceReduction {
 };
 
 // The statistics of one tensor; the function waits for them (called on a writer thread).
-std::function<TensorStats()> device_stats(const at::Tensor& t);
+std::shared_ptr<DeferredStats> device_stats(const at::Tensor& t);
 
 }  // namespace opdump::pt::detail

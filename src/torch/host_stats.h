@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "dumper/dumper.h"
 #include "stats/stats.h"
 
 namespace opdump::pt::detail {
@@ -57,12 +58,12 @@ class LazyWork {
   friend class PendingWork;
 };
 
-class LazyStats final : public LazyWork {
+class LazyStats final : public LazyWork, public DeferredStats {
  public:
   LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, StatsOptions options);
   LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes);  // already known
   // Computes on first call (on whichever thread asks first); later calls return the result.
-  const TensorStats& get() {
+  TensorStats get() override {
     run();
     return stats_;
   }

@@ -478,16 +478,16 @@ class Observer final : public RuntimeListener {
       auto copy = host_copy(t.detach(), &dumper.writer());
       d.view.data = copy->data();
       d.owner = copy;
-      if (config.dumps_statistics() && on_device) d.precomputed = device_stats(t.detach());
+      if (config.dumps_statistics() && on_device) d.deferred_stats = device_stats(t.detach());
     } else if (on_device) {
-      d.precomputed = device_stats(t.detach());
+      d.deferred_stats = device_stats(t.detach());
     } else {
       // Host statistics from the tensor itself (no copy), once per tensor version, on the
       // statistics thread unless this op is about to modify what the tensor reads (host_stats.h).
       const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
       std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier_);
       d.pending_bytes = stats->bytes();
-      d.precomputed = [stats] { return stats->get(); };
+      d.deferred_stats = std::move(stats);
     }
     out.push_back(std::move(d));
   }

@@ -330,7 +330,7 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
     stat_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
-    if (t.precomputed) {
+    if (t.deferred_stats) {
       if (!origin) origin = std::make_shared<const RowOrigin>(RowOrigin{folder, op.id});
       std::lock_guard<std::mutex> lock(pending_mutex_);
       pending_rows_.push_back(PendingRow{origin, io, static_cast<uint32_t>(slot), t});
@@ -378,7 +378,7 @@ void Dumper::flush_pending_rows() {
       }
       if (p.tensor.owner) p.tensor.owner->wait_ready();
       rows.push_back(statistic_row(p.origin->op, p.io, p.slot, p.tensor.view));
-      rows.back().stats = p.tensor.precomputed();
+      rows.back().stats = p.tensor.deferred_stats->get();
     }
     flush();
     std::lock_guard<std::mutex> lock(pending_mutex_);

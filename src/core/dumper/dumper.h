@@ -45,15 +45,24 @@ struct OpRecord {
   std::string arguments;
 };
 
+// Statistics an adapter computes itself (on the device, later on another thread, once for a tensor
+// seen again). An interface rather than a std::function: the adapter's lazy statistics are one
+// allocation per tensor, not two.
+class DeferredStats {
+ public:
+  virtual ~DeferredStats() = default;
+  virtual TensorStats get() = 0;
+};
+
 // A tensor handed to the Dumper: contiguous bytes described by `view`, kept alive by `owner`.
-// An adapter that computed the statistics itself (on the device, or once for a tensor seen
-// again) sets `precomputed`; it is called on a writer thread after owner->wait_ready(), and
-// view.data may then be null (no tensor file is written for such a tensor).
+// An adapter that computes the statistics itself sets `deferred_stats`; they are asked for on a
+// writer thread after owner->wait_ready(), and view.data may then be null (no tensor file is
+// written for such a tensor).
 struct DumpTensor {
   TensorView view;
   std::shared_ptr<const Buffer> owner;
-  std::function<TensorStats()> precomputed;
-  uint64_t pending_bytes = 0;  // memory `precomputed` holds until it runs (for the in-flight cap)
+  std::shared_ptr<DeferredStats> deferred_stats;
+  uint64_t pending_bytes = 0;  // memory `deferred_stats` holds until it runs (for the in-flight cap)
   // Non-empty: this slot holds no data, and why (an undefined tensor, an out= buffer the op does
   // not read, a layout or dtype with no dump format). Written as an empty float32 tensor of shape
   // (0,), which keeps slot numbers aligned, and listed with its reason in the folder's

@@ -39,7 +39,7 @@ TEST(DeviceReduction, StatisticsEqualTheHostKernel) {
   for (at::Tensor t : {with_specials(), torch::randint(-50, 50, {777}, torch::kInt64), torch::empty({0})}) {
     const DType dtype = t.scalar_type() == at::kLong ? DType::Int64 : DType::Float32;
     const TensorStats host = compute_stats(view_of(t, dtype), StatsOptions{});
-    const TensorStats device = device_stats(t)();
+    const TensorStats device = device_stats(t)->get();
     EXPECT_EQ(device.count, host.count);
     EXPECT_EQ(device.nan, host.nan);
     EXPECT_EQ(device.pos_inf, host.pos_inf);
