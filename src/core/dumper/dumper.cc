@@ -135,6 +135,13 @@ bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, 
 }
 
 std::string Dumper::op_folder(const OpRecord& op) {
+  // Looked up per op: every op of one model and iteration shares its folder (the list of folders
+  // made grew by one per iteration, and each op compared its path with all of them).
+  auto key = std::make_tuple(op.model_id, op.iteration, op.model_name);
+  {
+    std::lock_guard<std::mutex> lock(folders_mutex_);
+    if (auto it = folders_made_.find(key); it != folders_made_.end()) return it->second;
+  }
   std::string folder;
   if (config_.layout == Layout::Ascend) {
     folder = op.model_name.empty() ? run_root_
@@ -145,11 +152,10 @@ std::string Dumper::op_folder(const OpRecord& op) {
                                       std::to_string(op.iteration));
   }
   std::lock_guard<std::mutex> lock(folders_mutex_);
-  if (std::find(folders_made_.begin(), folders_made_.end(), folder) == folders_made_.end()) {
-    check_root();
-    make_dirs(folder);
-    folders_made_.push_back(folder);
-  }
+  if (folders_made_.count(key)) return folder;  // made by another thread meanwhile
+  check_root();
+  make_dirs(folder);
+  folders_made_.emplace(std::move(key), folder);
   return folder;
 }
 

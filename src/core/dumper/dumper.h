@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <set>
 #include <memory>
@@ -266,7 +267,7 @@ class Dumper {
   std::unique_ptr<StatisticCsvWriter> statistics_;
   NameMapper names_;
   mutable std::mutex folders_mutex_;
-  std::vector<std::string> folders_made_;
+  std::map<std::tuple<uint64_t, uint64_t, std::string>, std::string> folders_made_;  // (model id, iteration, model)
   std::atomic<bool> root_lost_reported_{false};
   std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0}, stat_bytes_{0};
   OverflowTracker overflow_;
