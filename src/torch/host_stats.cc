@@ -280,7 +280,10 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   const bool tracked = !t.is_inference();  // inference tensors have no version counter
   const uint32_t version = tracked ? t._version() : 0;
   const void* data = t.numel() ? t.data_ptr() : nullptr;
-  at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+  // A dense permutation of its memory (a transposed weight, a channels-last activation) has the
+  // statistics of that memory in its own order, which need no copy; hashes follow element order.
+  const bool in_memory_order = t.is_contiguous() || (!options.md5 && !options.xxhash && t.is_non_overlapping_and_dense());
+  at::Tensor c = in_memory_order ? t : t.contiguous();
   const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
   auto it = entries_.find(impl);
   if (tracked && it != entries_.end() && !it->second.impl.expired() && it->second.version == version &&

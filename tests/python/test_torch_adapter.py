@@ -288,6 +288,45 @@ def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
         assert float(r["Avg Value"]) == pytest.approx(-(n + 1) / 2, rel=1e-6)
 
 
+PERMUTED_VIEWS = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import opdump
+json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
+           "saved_data": "statistic", "input_output": 1, "kernels": [], "support_device": [0],
+           "statistic_category": ["max", "min", "avg", "l2norm", "count", "md5"]},
+           "e2e_dump_settings": {"enable": True}}, open(sys.argv[1] + ".json", "w"))
+torch.manual_seed(0)
+w = torch.randn(300, 200)
+x = torch.randn(2, 8, 30, 40).contiguous(memory_format=torch.channels_last)
+opdump.set_dump(sys.argv[1] + ".json")
+torch.neg(w.t())   # a transposed view: dense, not contiguous
+torch.neg(x)       # channels last: dense, not contiguous
+opdump.finalize_dump()
+torch.save({"w": w, "x": x}, sys.argv[1] + ".pt")
+"""
+
+
+def test_statistics_of_dense_permuted_views(tmp_path):
+    """Transposed and channels-last inputs are summarized in their memory's order without a copy:
+    the same statistics as their values in element order, and md5 over the bytes in element order."""
+    subprocess.run([PYTHON, "-c", PERMUTED_VIEWS, str(tmp_path / "d"), str(BUILD / "python")], check=True, timeout=300)
+    import hashlib
+    import torch
+    saved = torch.load(str(tmp_path / "d") + ".pt")
+    folder = glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0].rsplit("/", 1)[0]
+    rows = [r for r in dr.statistics(folder) if r["Op Type"] == "neg" and r["IO"] == "input"]
+    assert len(rows) == 2
+    for row, t in zip(sorted(rows, key=lambda r: r["Op Name"]), (saved["w"].t(), saved["x"])):
+        a = t.contiguous().numpy().astype(np.float64)
+        assert int(row["Count"]) == a.size
+        assert float(row["Max Value"]) == pytest.approx(a.max(), rel=1e-6)
+        assert float(row["Min Value"]) == pytest.approx(a.min(), rel=1e-6)
+        assert float(row["Avg Value"]) == pytest.approx(a.mean(), rel=1e-5, abs=1e-7)
+        assert float(row["L2Norm Value"]) == pytest.approx(np.sqrt((a * a).sum()), rel=1e-5)
+        assert row["MD5"] == hashlib.md5(t.contiguous().numpy().tobytes()).hexdigest()
+
+
 FILLED_THEN_WRITTEN = r"""
 import json, sys, torch
 sys.path.insert(0, sys.argv[2])
