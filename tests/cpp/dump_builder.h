@@ -54,12 +54,7 @@ inline std::string write_dump(const std::string& root, uint32_t rank, int64_t it
         const TensorView v{list[slot].data(), DType::Float32, Shape{static_cast<int64_t>(list[slot].size())}};
         if (spec.tensors) write_npy(folder + "/" + mindspore_file_name(id, io, static_cast<uint32_t>(slot)), v);
         if (spec.statistics) {
-          StatisticRow row;
-          row.op = id;
-          row.io = io;
-          row.slot = static_cast<uint32_t>(slot);
-          row.data_size = v.nbytes();
-          row.shape = v.shape;
+          StatisticRow row = statistic_row(id, io, slot, v);
           row.stats = compute_stats(v);
           stats += statistic_csv_row(row, cats);
         }

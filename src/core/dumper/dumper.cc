@@ -28,17 +28,6 @@ namespace {
 constexpr size_t kRowBatch = 256;
 constexpr size_t kPlaceholderBatchBytes = 16384;
 
-StatisticRow statistic_row(const OpIdentity& op, IoKind io, size_t slot, const TensorView& view) {
-  StatisticRow row;
-  row.op = op;
-  row.io = io;
-  row.slot = static_cast<uint32_t>(slot);
-  row.data_size = view.nbytes();
-  row.dtype = view.dtype;
-  row.shape = view.shape;
-  return row;
-}
-
 void check_writable(const std::string& path) {
   make_dirs(path);
   if (::access(path.c_str(), W_OK | X_OK) != 0) throw IoError(path, "dump path is not writable", errno);

@@ -63,6 +63,17 @@ StatisticCsvWriter::File& StatisticCsvWriter::file_for(const std::string& dir) {
 }
 
 
+StatisticRow statistic_row(const OpIdentity& op, IoKind io, size_t slot, const TensorView& view) {
+  StatisticRow row;
+  row.op = op;
+  row.io = io;
+  row.slot = static_cast<uint32_t>(slot);
+  row.data_size = view.nbytes();
+  row.dtype = view.dtype;
+  row.shape = view.shape;
+  return row;
+}
+
 void StatisticCsvWriter::append(const std::string& dir, const StatisticRow& row) { append_rows(dir, {row}); }
 
 void StatisticCsvWriter::append_rows(const std::string& dir, const std::vector<StatisticRow>& rows) {

@@ -26,6 +26,9 @@ struct StatisticRow {
   TensorStats stats;
 };
 
+// The row of one tensor of an op, its statistics still to be filled in.
+StatisticRow statistic_row(const OpIdentity& op, IoKind io, size_t slot, const TensorView& view);
+
 // "Op Type,Op Name,...,Shape,<labels>"
 std::string statistic_csv_header(const std::vector<StatCategory>& categories);
 std::string statistic_csv_row(const StatisticRow& row, const std::vector<StatCategory>& categories);
