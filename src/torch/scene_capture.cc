@@ -14,6 +14,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "capture.h"
@@ -57,6 +58,14 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
 // optimizer step rewrites in place) are checked instead: copying them cost resnet18 a quarter of
 // its step time.
 constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
+
+// opdump's own ATen calls: not ops of the model (no RecordFunction callbacks), no autograd. Made
+// only where ATen runs: entering and leaving a RecordFunctionGuard costs torch 1.13 more than an
+// overflow check of a small op (2% of a tiny-op model's step, four times per op).
+struct QuietAten {
+  at::RecordFunctionGuard no_record{false};
+  at::NoGradGuard no_grad;
+};
 
 // The checks of host tensors as they are now: an op's output is checked once it is produced (on
 // the background thread), and the next op writing it in place reads the result here instead of
@@ -178,6 +187,7 @@ class OverflowScene {
       barrier_.add(work->storages(), work);
       return;
     }
+    QuietAten quiet;
     auto flags = std::make_shared<DeviceReduction>(Reduction::Overflow, outputs);
     PendingCheck p{record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)};
     std::lock_guard<std::mutex> lock(mutex_);
@@ -214,6 +224,11 @@ class OverflowScene {
     std::lock_guard<std::mutex> lock(mutex_);
     if (all) done.swap(host_);
     while (!host_.empty() && host_.front()->done()) host_.pop_front();
+  }
+
+  bool waiting() {  // device checks not reported yet
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !pending_.empty();
   }
 
   bool holds(const std::vector<const c10::TensorImpl*>& written) {
@@ -397,9 +412,11 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
     return;
   }
   if (scene != Scene::Overflow) return;
-  at::RecordFunctionGuard no_record(false);
-  at::NoGradGuard no_grad;
-  state_->overflow.resolve(&dumper, /*wait=*/!written.empty() && state_->overflow.holds(written));
+  std::optional<QuietAten> quiet;
+  if (state_->overflow.waiting()) {
+    quiet.emplace();
+    state_->overflow.resolve(&dumper, /*wait=*/!written.empty() && state_->overflow.holds(written));
+  }
   if (dumper.overflow_ignored(std::strstr(fn.name(), "::") + 2)) return;
   op.inputs = tensors_of(fn.inputs());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -407,6 +424,7 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
     if (written.empty() || !can_overflow(t) ||
         std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end())
       continue;
+    if (!quiet) quiet.emplace();
     if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes)
       t = t.clone();
     else
@@ -418,9 +436,8 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<Dumper
                       SceneOp& op) {
   Dumper& dumper = *shared;
   const Scene scene = dumper.config().scene;
-  at::RecordFunctionGuard no_record(false);
-  at::NoGradGuard no_grad;
   if (is_exception_scene(scene)) {
+    QuietAten quiet;
     if (std::uncaught_exceptions() > op.uncaught && !t_exception_dumped) {
       t_exception_dumped = true;
       dump_failure(fn, dumper, record, op, state_->runtime);
@@ -433,6 +450,7 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<Dumper
     return;
   }
   if (scene == Scene::Watcher) {
+    QuietAten quiet;
     if (dumper.watched_op(record.id.op_name, record.id.op_type))
       state_->watcher.watch(record, tensors_of(fn.outputs()));
     else if (dumper.watch_layer_op(record.id.op_name, record.id.op_type))
