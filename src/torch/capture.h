@@ -1,6 +1,8 @@
 // Tensors as the Dumper takes them (shared by the observer and the debug scenes).
 #pragma once
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
 
 #include <memory>
 #include <vector>
@@ -8,6 +10,14 @@
 #include "dumper/dumper.h"
 
 namespace opdump::pt::detail {
+
+// opdump's own ATen calls: not ops of the model (no RecordFunction callbacks), no autograd. Made
+// only where ATen runs: entering and leaving a RecordFunctionGuard costs torch 1.13 more than a
+// small op's statistics or overflow check (2% of a tiny-op model's dumped step per guard and op).
+struct QuietAten {
+  at::RecordFunctionGuard no_record{false};
+  at::NoGradGuard no_grad;
+};
 
 bool dtype_of(at::ScalarType s, DType* out);
 // A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "observer.h"
@@ -448,19 +449,19 @@ class Observer final : public RuntimeListener {
                    uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr,
                    const std::vector<bool>* out_buffers = nullptr) {
     Busy busy(ts);
-    at::RecordFunctionGuard no_record(false);
-    at::NoGradGuard no_grad;
+    std::optional<QuietAten> quiet;  // made before the first ATen call
     const std::vector<at::Tensor> tensors = tensors_of(values);
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
         out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));
       else
-        capture(tensors[i], dumper, ts, out, stream_id, written);
+        capture(tensors[i], dumper, ts, out, stream_id, written, quiet);
     }
   }
 
   void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-               uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written) {
+               uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written,
+               std::optional<QuietAten>& quiet) {
     if (std::string why = undumpable_reason(t); !why.empty()) {
       out.push_back(placeholder_tensor(std::move(why), t.defined()));  // keeps slot numbers aligned with the op's tensors
       return;
@@ -472,6 +473,9 @@ class Observer final : public RuntimeListener {
     DumpTensor d;
     d.view = TensorView{nullptr, dtype, Shape(t.sizes().begin(), t.sizes().end())};
     const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
+    // Only host statistics of a contiguous tensor run no ATen op (copies, detach, device reductions do).
+    if (!quiet && (on_device || config.dumps_tensors() || config.file_format == FileFormat::Bin || !t.is_contiguous()))
+      quiet.emplace();
     if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
       // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its
       // outputs, and each op nested in it holds copies of its own.

@@ -59,14 +59,6 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
 // its step time.
 constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
 
-// opdump's own ATen calls: not ops of the model (no RecordFunction callbacks), no autograd. Made
-// only where ATen runs: entering and leaving a RecordFunctionGuard costs torch 1.13 more than an
-// overflow check of a small op (2% of a tiny-op model's step, four times per op).
-struct QuietAten {
-  at::RecordFunctionGuard no_record{false};
-  at::NoGradGuard no_grad;
-};
-
 // The checks of host tensors as they are now: an op's output is checked once it is produced (on
 // the background thread), and the next op writing it in place reads the result here instead of
 // scanning it again (the write barrier finished that check before the op started).
