@@ -41,7 +41,7 @@ class DeviceReduction {
   std::shared_ptr<Buffer> values_;
 };
 
-// The statistics of one tensor; the function waits for them (called on a writer thread).
+// The statistics of one tensor; get() waits for them (called on a writer thread).
 std::shared_ptr<DeferredStats> device_stats(const at::Tensor& t);
 
 }  // namespace opdump::pt::detail

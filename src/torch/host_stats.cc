@@ -147,9 +147,7 @@ void PendingWork::worker_loop() {
     // step adds work every few hundred microseconds, and each wake-up call is a futex system call
     // and an inter-processor interrupt on the training thread (5 ms per resnet18 step here).
     if (queue_.empty() && !stopping_) {
-      worker_lingering_ = true;
       queue_cv_.wait_for(lock, kLinger, [this] { return !queue_.empty() || stopping_; });
-      worker_lingering_ = false;
     }
     if (queue_.empty() && !stopping_) {
       worker_waiting_ = true;

@@ -148,7 +148,6 @@ class PendingWork {
   std::condition_variable queue_cv_;
   std::vector<std::weak_ptr<LazyWork>> queue_;
   bool worker_waiting_ = false;
-  bool worker_lingering_ = false;  // after a batch, looking for more without being called
   bool stopping_ = false;
   std::unique_ptr<std::thread> worker_;  // started with the first work
   // In a forked child (DataLoader workers) the background thread is gone and locks may have
