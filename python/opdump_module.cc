@@ -181,6 +181,15 @@ PYBIND11_MODULE(_opdump, m) {
     return d;
   });
   m.def("step", [&rt] { rt.step(); });
+  m.def("set_paused", [&rt](bool paused) { rt.set_paused(paused); });
+  m.def("check_config_text", [](const std::string& text, const std::string& source) { (void)opdump::parse_config(text, source); });
+  // Whether the dump selects `iteration` or a later one (msprobe's front end finishes after the last).
+  m.def("selected_from", [&rt](uint64_t iteration) {
+    auto d = rt.dumper();
+    if (!d) return false;
+    const opdump::IterationSet& s = d->config().iterations;
+    return s.contains(iteration) || s.next_after(iteration) != UINT64_MAX;
+  });
   m.def("iteration", [&rt] { return rt.iteration(); });
   m.def("dumping", [&rt] { return rt.dumping(); });
   m.def("dump_root", [&rt] {

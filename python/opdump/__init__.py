@@ -7,7 +7,8 @@
         ...train...
     print(d.report)                          # what was written and lost
 
-or, without `with`: opdump.set_dump(config) ... opdump.finalize_dump().
+or, without `with`: opdump.set_dump(config) ... opdump.finalize_dump(). Scripts written for msprobe change
+only their import: `from opdump import PrecisionDebugger` reads msprobe's config.json (opdump/msprobe.py).
 
 Setting OPDUMP_CONFIG (or MINDSPORE_DUMP_CONFIG) to a config file turns dumping on at import.
 """
@@ -22,7 +23,7 @@ from ._opdump import ConfigError, OpdumpError  # noqa: F401
 
 __all__ = ["init", "init_dump", "set_dump", "dump", "finalize_dump", "finalize", "step", "iteration", "counters",
            "register_model", "ModelHandle", "hook_optimizer", "dumping", "dump_root", "dumper", "get_op_map", "ConfigError",
-           "OpdumpError", "__version__"]
+           "OpdumpError", "PrecisionDebugger", "__version__"]
 
 __version__ = _opdump.version()
 
@@ -533,6 +534,8 @@ def _internal_folders():
 
 
 _opdump.set_internal_folders(_internal_folders())
+
+from .msprobe import PrecisionDebugger  # noqa: E402  (msprobe's front door; uses the functions above)
 
 
 def _configure_from_environment():

@@ -16,7 +16,7 @@ struct ConfigCommandOptions {
 
 void add_config_command(CLI::App& app, int* exit_code) {
   auto opt = std::make_shared<ConfigCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
-  auto* config = app.add_subcommand("config", "Work with dump configs (acl.json, MindSpore, session options)");
+  auto* config = app.add_subcommand("config", "Work with dump configs (acl.json, MindSpore, session options, msprobe config.json)");
   config->require_subcommand(1);
   auto* check = config->add_subcommand("check", "Validate a config and print it normalized; exit 0 when valid");
   check->add_option("FILE", opt->file, "The config file")->required();

@@ -1,6 +1,7 @@
 // Reads a config file, detects its dialect by shape, and hands it to the dialect parser.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@ std::string_view to_string(Dialect d) {
     case Dialect::Acl: return "acl.json";
     case Dialect::MindSpore: return "mindspore";
     case Dialect::Session: return "session options";
+    case Dialect::Msprobe: return "msprobe";
   }
   return "?";
 }
@@ -54,10 +56,11 @@ std::string_view to_string(HostWork w) {
 }
 
 bool DumpConfig::device_selected(uint32_t device) const {
-  if (support_device.empty()) return true;
-  for (uint32_t d : support_device)
-    if (d == device) return true;
-  return false;
+  return support_device.empty() || std::find(support_device.begin(), support_device.end(), device) != support_device.end();
+}
+
+bool DumpConfig::rank_selected(uint32_t rank) const {
+  return support_rank.empty() || std::find(support_rank.begin(), support_rank.end(), rank) != support_rank.end();
 }
 
 bool DumpConfig::model_dump_needs_reload() const {
@@ -234,12 +237,16 @@ DumpConfig parse_config(const std::string& text, const std::string& source, cons
   }
   const bool acl = doc.contains("dump");
   const bool ms = doc.contains("common_dump_settings") || doc.contains("e2e_dump_settings");
-  const bool session = doc.contains("enable_dump") || doc.contains("dump_path") || doc.contains("dump_step") ||
-                       doc.contains("dump_mode");
-  if (int(acl) + int(ms) + int(session) > 1)
+  // msprobe's config.json has a top-level dump_path too: its task and level keys tell it apart.
+  const bool msprobe = doc.contains("task") || doc.contains("level") || doc.contains("statistics") ||
+                       doc.contains("tensor") || doc.contains("overflow_check");
+  const bool session = doc.contains("enable_dump") || doc.contains("dump_step") || doc.contains("dump_mode") ||
+                       (doc.contains("dump_path") && !msprobe);
+  if (int(acl) + int(ms) + int(session) + int(msprobe) > 1)
     throw ConfigError("", "mixes dialects (" + std::string(acl ? "\"dump\" " : "") +
-                              (ms ? "\"common_dump_settings\" " : "") + (session ? "top-level dump_* keys" : "") +
-                              "); use one of acl.json, MindSpore or session options", source);
+                              (ms ? "\"common_dump_settings\" " : "") + (session ? "top-level dump_* keys " : "") +
+                              (msprobe ? "msprobe's task/level keys" : "") +
+                              "); use one of acl.json, MindSpore, session options or msprobe's config.json", source);
   try {
     if (acl) {
       c.dialect = Dialect::Acl;
@@ -250,9 +257,13 @@ DumpConfig parse_config(const std::string& text, const std::string& source, cons
     } else if (session) {
       c.dialect = Dialect::Session;
       config_detail::parse_session(doc, c, options);
+    } else if (msprobe) {
+      c.dialect = Dialect::Msprobe;
+      config_detail::parse_msprobe(doc, c, options);
     } else {
       throw ConfigError("", "cannot tell the dialect: expected a \"dump\" object (acl.json), "
-                            "\"common_dump_settings\" (MindSpore) or \"enable_dump\"/\"dump_path\" (session options)");
+                            "\"common_dump_settings\" (MindSpore), \"enable_dump\"/\"dump_path\" (session options) "
+                            "or \"task\" (msprobe's config.json)");
     }
     config_detail::parse_opdump_options(doc, c, options);
     if (!c.save_kernel_args_given) c.save_kernel_args = c.dumps_tensors() && c.scene == Scene::Normal;

@@ -2,7 +2,8 @@
 //  - acl.json ({"dump": {...}}; CANN's offline-model dump guide and aclmdlSetDump reference,
 //    torch_npu's comparison guide),
 //  - MindSpore ({"common_dump_settings": {...}, "e2e_dump_settings": {...}}; the MindSpore Dump guide),
-//  - the CANN Data Dump guide's session options ({"enable_dump": true, "dump_path": ..., "dump_step": ...}).
+//  - the CANN Data Dump guide's session options ({"enable_dump": true, "dump_path": ..., "dump_step": ...}),
+//  - msprobe's config.json ({"task": "statistics", "dump_path": ..., "level": "L1", "statistics": {...}}).
 // An "opdump" object at the top level of any dialect holds opdump's own options.
 #pragma once
 #include <cstdint>
@@ -17,7 +18,7 @@
 
 namespace opdump {
 
-enum class Dialect { Acl, MindSpore, Session };
+enum class Dialect { Acl, MindSpore, Session, Msprobe };
 enum class IoSelect { Input, Output, All };
 enum class SavedData { Tensor, Statistic, Full };
 enum class FileFormat { Npy, Bin, H5 };  // H5: opdump.h5_file
@@ -67,9 +68,11 @@ struct DumpConfig {
   bool dump_all_ops = true;      // MindSpore dump_mode 0
   bool dump_marked_only = false; // MindSpore dump_mode 2 (set_dump)
   std::vector<std::string> kernels;  // MindSpore dump_mode 1 entries
+  std::string kernels_field = "common_dump_settings.kernels";  // where they came from (msprobe: "<task>.list")
   std::vector<ModelSelection> dump_list;
   bool op_switch = false;                 // acl.json dump_op_switch: ops outside models
   std::vector<uint32_t> support_device;   // empty: every device
+  std::vector<uint32_t> support_rank;     // msprobe's rank list; empty: every rank
   Scene scene = Scene::Normal;
   uint32_t overflow_number = 0;           // 0: all
   bool trans_flag = true;
@@ -100,6 +103,7 @@ struct DumpConfig {
   bool dumps_inputs() const { return io != IoSelect::Output; }
   bool dumps_outputs() const { return io != IoSelect::Input; }
   bool device_selected(uint32_t device) const;
+  bool rank_selected(uint32_t rank) const;
   // An acl.json model dump (dump_list naming models) applies, as in CANN, only to models
   // registered after it was configured; every other dump and every debug scene sees all models.
   bool model_dump_needs_reload() const;

@@ -36,6 +36,7 @@ nlohmann::ordered_json to_json_object(const DumpConfig& c) {
   j["dump_list"] = list;
   j["single_op_dump"] = c.op_switch;
   j["support_device"] = c.support_device;
+  j["support_rank"] = c.support_rank;
   j["scene"] = to_string(c.scene);
   j["overflow_number"] = c.overflow_number;
   j["trans_flag"] = c.trans_flag;

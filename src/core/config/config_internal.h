@@ -1,4 +1,4 @@
-// Internal: pieces shared by the three config dialects.
+// Internal: pieces shared by the config dialects.
 #pragma once
 #include <string>
 
@@ -15,6 +15,7 @@ std::string resolve_path(const std::string& raw, const std::string& field, const
 void parse_acl(const json& doc, DumpConfig& config, const ParseOptions& options);
 void parse_mindspore(const json& doc, DumpConfig& config, const ParseOptions& options);
 void parse_session(const json& doc, DumpConfig& config, const ParseOptions& options);
+void parse_msprobe(const json& doc, DumpConfig& config, const ParseOptions& options);
 
 // The top-level "opdump" object, accepted in every dialect.
 void parse_opdump_options(const json& doc, DumpConfig& config, const ParseOptions& options);

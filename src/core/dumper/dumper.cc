@@ -37,7 +37,7 @@ void check_writable(const std::string& path) {
 
 Dumper::Dumper(DumpConfig config, DumperOptions options)
     : config_(std::move(config)), options_(options), overflow_(config_.overflow_number) {
-  kernels_ = KernelFilter(config_.kernels, "common_dump_settings.kernels");
+  kernels_ = KernelFilter(config_.kernels, config_.kernels_field);
   for (size_t i = 0; i < config_.dump_list.size(); ++i) {
     const auto& m = config_.dump_list[i];
     if (!m.model_name.empty())
@@ -54,7 +54,7 @@ Dumper::Dumper(DumpConfig config, DumperOptions options)
   }
   model_seen_ = std::make_unique<std::atomic<bool>[]>(model_layers_.size());
   for (size_t i = 0; i < model_layers_.size(); ++i) model_seen_[i].store(false);
-  device_selected_ = config_.device_selected(options_.device_id);
+  device_selected_ = config_.device_selected(options_.device_id) && config_.rank_selected(options_.rank);
   if (config_.dump_path.empty()) throw Error("dump path is empty (the config does not enable dumping)");
   check_writable(config_.dump_path);
   const int64_t start = options_.start_time ? options_.start_time : static_cast<int64_t>(std::time(nullptr));
@@ -115,6 +115,7 @@ bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, 
       return false;
     }
     case Dialect::MindSpore:
+    case Dialect::Msprobe:  // its "list": the kernels filter
       if (config_.dump_marked_only) return marked;
       return config_.dump_all_ops || kernels_.matches(op_name, op_type);
     case Dialect::Session:
@@ -593,7 +594,7 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   final_report_.bytes_written += statistics_->bytes_written();
   auto& warnings = final_report_.warnings;
   for (const auto& e : kernels_.unmatched_entries())
-    warnings.push_back("common_dump_settings.kernels entry \"" + e + "\" matched no operator");
+    warnings.push_back(config_.kernels_field + " entry \"" + e + "\" matched no operator");
   for (size_t i = 0; i < model_layers_.size(); ++i) {
     const auto& [model, layers] = model_layers_[i];
     if (!model_seen_[i].load()) {

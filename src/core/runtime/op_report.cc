@@ -9,7 +9,8 @@ namespace opdump {
 OpReport OpReport::begin(const Runtime& runtime) {
   OpReport report;
   report.snapshot_ = runtime.snapshot();
-  if (!report.snapshot_->dumper || !report.snapshot_->dumper->iteration_selected(runtime.iteration())) return report;
+  if (!report.snapshot_->dumper || runtime.paused() || !report.snapshot_->dumper->iteration_selected(runtime.iteration()))
+    return report;
   report.lease_ = report.snapshot_->dumper->enter_op();
   if (!report.lease_) return report;  // the dump is closing
   report.dumper_ = report.snapshot_->dumper;

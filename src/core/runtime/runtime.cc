@@ -120,6 +120,11 @@ std::shared_ptr<Dumper> Runtime::dumper() const {
   return dumper_;
 }
 
+void Runtime::set_paused(bool paused) {
+  paused_.store(paused, std::memory_order_relaxed);
+  update_activity();
+}
+
 void Runtime::disable_after_error(const std::string& what) {
   if (!broken_.exchange(true)) log_error("dumping turned off after an internal error; training goes on: " + what);
   update_activity();
@@ -284,7 +289,8 @@ void Runtime::update_activity() {
   bool now;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    now = dumper_ && !broken_.load() && !in_forked_child() && dumper_->iteration_selected(iteration_.load());
+    now = dumper_ && !broken_.load() && !paused_.load() && !in_forked_child() &&
+          dumper_->iteration_selected(iteration_.load());
     if (now == dumping_.load()) return;
     dumping_.store(now);
     listeners = listeners_;

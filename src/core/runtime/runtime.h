@@ -88,8 +88,12 @@ class Runtime {
   uint64_t iteration() const { return iteration_.load(std::memory_order_relaxed); }
   // The next op's task id: its execution index in the iteration, over every caller of the op path.
   uint64_t next_task_id() const { return task_counter_.fetch_add(1, std::memory_order_relaxed); }
-  // True while a dump is configured, the current iteration is selected and no error stopped it.
+  // True while a dump is configured, the current iteration is selected, the dump is not paused
+  // and no error stopped it.
   bool dumping() const { return dumping_.load(std::memory_order_relaxed); }
+  // msprobe's start()/stop(): ops run while paused are not reported (iterations still count).
+  void set_paused(bool paused);
+  bool paused() const { return paused_.load(std::memory_order_relaxed); }
   std::shared_ptr<Dumper> dumper() const;
   // The op path's view (thread-cached: one atomic load, no lock, while nothing changed).
   std::shared_ptr<const RuntimeSnapshot> snapshot() const;
@@ -152,6 +156,7 @@ class Runtime {
   mutable std::atomic<uint64_t> task_counter_{0};  // restarts with each iteration
   std::atomic<bool> dumping_{false};
   std::atomic<bool> broken_{false};
+  std::atomic<bool> paused_{false};
   std::atomic<uint32_t> rank_{0}, device_id_{0};
   // Activity changes reach listeners in the order they were decided (recursive: a listener that
   // turns dumping off after an error decides again).

@@ -1,0 +1,158 @@
+"""msprobe's front door: `from opdump import PrecisionDebugger` in place of
+`from msprobe.pytorch import PrecisionDebugger`, with msprobe's config.json.
+
+    debugger = PrecisionDebugger(config_path="./config.json")
+    for data, label in loader:
+        debugger.start(model)    # dump from here (msprobe: at the head of the loop)
+        ...forward, backward, optimizer step...
+        debugger.stop()          # not dumped from here
+        debugger.step()          # the step ends (msprobe's "step" list counts these)
+
+The config is read by opdump's core (its msprobe dialect: docs/configs.md): tasks statistics, tensor
+and overflow_check; levels L1 (APIs), mix (APIs named by the module they run in) and L2 (kernels);
+rank, step, list, data_mode, summary_mode. A task or field opdump does not have is a ConfigError
+naming it. The dump goes to dump_path in MindSpore's layout ({dump_path}/rank_{R}/Net/{model id}/{step}/), which
+`opdump compare` reads against an msprobe dump of the same run.
+"""
+import json
+import os
+
+from . import _opdump
+
+# PrecisionDebugger's keyword overrides and the config.json keys they replace (the msprobe
+# PyTorch data-dump guide: arguments other than config_path and model win over the file).
+_OVERRIDES = ("task", "dump_path", "level", "step")
+
+
+def _read_config(config_path):
+    if config_path is None:
+        return {}
+    path = os.fspath(config_path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise _opdump.ConfigError(f"{path}: cannot read msprobe's config.json: {e.strerror}") from None
+    except ValueError as e:
+        raise _opdump.ConfigError(f"{path}: not JSON: {e}") from None
+
+
+class PrecisionDebugger:
+    """msprobe's PrecisionDebugger (one per process, as msprobe's): the constructor takes config_path and
+    the overrides task, dump_path, level, model and step; start(model), stop(), step() and
+    forward_backward_dump_end() as msprobe's, also when called on the class."""
+
+    _instance = None
+
+    def __new__(cls, *args, **kwargs):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+            cls._instance._ready = False
+        return cls._instance
+
+    def __init__(self, config_path=None, task=None, dump_path=None, level=None, model=None, step=None):
+        if self._ready:
+            return  # msprobe keeps the first instance's settings
+        config = _read_config(config_path)
+        if not isinstance(config, dict):
+            raise _opdump.ConfigError(f"{config_path}: msprobe's config.json must be a JSON object")
+        given = dict(task=task, dump_path=dump_path, level=level, step=step)
+        for key in _OVERRIDES:
+            if given[key] is not None:
+                config[key] = list(given[key]) if key == "step" else given[key]
+        config.setdefault("task", "statistics")  # msprobe's defaults
+        config.setdefault("level", "L1")
+        if config.get("dump_path") is not None:
+            config["dump_path"] = os.fspath(config["dump_path"])
+        # The core checks everything now: a task or field opdump lacks fails here, not at start().
+        _opdump.check_config_text(json.dumps(config), self._source(config_path))
+        self.config = config
+        self.config_path = config_path
+        self.model = model
+        self._handle = None
+        self._configured = False
+        self._finished = False
+        self._ready = True
+
+    @staticmethod
+    def _source(config_path):
+        return os.fspath(config_path) if config_path is not None else "PrecisionDebugger(...)"
+
+    @classmethod
+    def _get(cls, what):
+        if cls._instance is None or not cls._instance._ready:
+            raise RuntimeError(f"PrecisionDebugger.{what}(): create PrecisionDebugger(config_path=...) first")
+        return cls._instance
+
+    def _configure(self, model):
+        from . import _apply_config, register_model  # the package's own route (rank, compiled code)
+        model = model if model is not None else self.model
+        if self.config["level"] == "mix" and model is None:
+            raise ValueError("PrecisionDebugger: level \"mix\" names APIs by the module they run in: "
+                             "pass the model to PrecisionDebugger(model=...) or start(model)")
+        if model is not None:
+            self._handle = register_model(model, type(model).__name__)
+        _opdump.set_paused(True)  # nothing is dumped before start() returns
+        _apply_config(self.config, _opdump.set_dump, "PrecisionDebugger")
+        self._configured = True
+
+    @classmethod
+    def start(cls, model=None):
+        """Dumps the ops run from now until stop() (or forward_backward_dump_end())."""
+        self = cls._get("start")
+        if self._finished:
+            return
+        if not self._configured:
+            self._configure(model)
+        if not self._steps_left():
+            self.finish()
+            return
+        _opdump.set_paused(False)
+
+    @classmethod
+    def stop(cls):
+        """Ops run from now on are not dumped; after the last step of the config's "step" list the dump is
+        finished (its files complete, as msprobe's stop() makes them)."""
+        self = cls._get("stop")
+        _opdump.set_paused(True)
+        if self._configured and not self._finished and not self._steps_left(after_this=True):
+            self.finish()
+
+    @classmethod
+    def forward_backward_dump_end(cls):
+        """msprobe's: the rest of this step is not dumped (start() at the next step dumps again)."""
+        cls._get("forward_backward_dump_end")
+        _opdump.set_paused(True)
+
+    @classmethod
+    def step(cls):
+        """Ends the current step."""
+        cls._get("step")
+        _opdump.step()
+
+    def finish(self):
+        """Finishes the dump now (also done at exit): returns finalize_dump()'s report, or None."""
+        from . import finalize_dump
+        if self._finished or not self._configured:
+            return None
+        self._finished = True
+        try:
+            report = finalize_dump()
+        finally:
+            _opdump.set_paused(False)
+            if self._handle is not None:
+                self._handle.remove()
+                self._handle = None
+        return report
+
+    def _steps_left(self, after_this=False):
+        """Whether a selected step is still to come (this one included unless after_this)."""
+        iteration = _opdump.iteration()
+        return _opdump.selected_from(iteration + 1 if after_this else iteration)
+
+    @classmethod
+    def _reset(cls):
+        """Tests: forget the instance (msprobe's is for the process's life)."""
+        if cls._instance is not None and cls._instance._ready:
+            cls._instance.finish()
+        cls._instance = None

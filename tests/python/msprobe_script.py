@@ -1,0 +1,54 @@
+"""A training script written for msprobe (the msprobe PyTorch data-dump guide's template), with only its
+import changed: `from opdump import PrecisionDebugger`. Run by test_msprobe_front_door.py.
+
+    msprobe_script.py RESULT.json [--config CONFIG.json] [--plain] [--plant-overflow STEP] [--model-arg]
+                      [--keyword-step N]
+
+Writes the loss of each step, the first layer's input of each step (to check the dump against) and
+where the dump went."""
+import argparse
+import json
+
+import torch
+
+from opdump import PrecisionDebugger
+
+parser = argparse.ArgumentParser()
+parser.add_argument("result")
+parser.add_argument("--config")
+parser.add_argument("--plain", action="store_true", help="no debugger at all (the losses to compare with)")
+parser.add_argument("--plant-overflow", type=int, default=-1, help="this step's input is scaled so that the loss overflows")
+parser.add_argument("--model-arg", action="store_true", help="the model goes to PrecisionDebugger(model=...)")
+parser.add_argument("--keyword-step", type=int, action="append", help="PrecisionDebugger(step=[...])")
+args = parser.parse_args()
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+debugger = None
+if not args.plain:
+    kwargs = {"model": model} if args.model_arg else {}
+    if args.keyword_step:
+        kwargs["step"] = args.keyword_step
+    debugger = PrecisionDebugger(config_path=args.config, **kwargs)
+
+losses, inputs = [], []
+for step in range(4):
+    x = torch.randn(2, 8)
+    if step == args.plant_overflow:
+        x = x * 1e20  # finite through both Linears; the loss's square leaves float32's range
+    inputs.append(x.numpy().tolist())
+    if debugger:
+        debugger.start(None if args.model_arg else model)
+    loss = model(x).square().mean()
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    if debugger:
+        debugger.stop()
+    torch.exp(torch.full((3,), 2.0))  # after stop(): never dumped
+    if debugger:
+        debugger.step()
+    losses.append(float(loss))
+
+json.dump({"losses": losses, "inputs": inputs}, open(args.result, "w"))
