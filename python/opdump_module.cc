@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "api/host_ops.h"
 #include "config/config.h"
 #include "opdump/error.h"
 #include "util/log.h"
@@ -182,6 +183,19 @@ PYBIND11_MODULE(_opdump, m) {
   });
   m.def("step", [&rt] { rt.step(); });
   m.def("set_paused", [&rt](bool paused) { rt.set_paused(paused); });
+  // A record the front end names itself (msprobe's module records): each tensor as (address of
+  // contiguous host memory the caller keeps alive for the call, numpy dtype name, shape).
+  using HostTensorTuple = std::tuple<uintptr_t, std::string, std::vector<int64_t>>;
+  m.def("dump_named_op", [](const std::string& op_type, const std::string& op_name, const std::vector<HostTensorTuple>& inputs,
+                            const std::vector<HostTensorTuple>& outputs) {
+    auto host = [](const std::vector<HostTensorTuple>& tuples) {
+      std::vector<opdump::HostTensor> out;
+      for (const auto& [address, dtype, shape] : tuples)
+        out.push_back(opdump::HostTensor{dtype, shape, reinterpret_cast<const void*>(address)});
+      return out;
+    };
+    opdump::dump_named_op(op_type, op_name, host(inputs), host(outputs));
+  });
   m.def("check_config_text", [](const std::string& text, const std::string& source) { (void)opdump::parse_config(text, source); });
   // Whether the dump selects `iteration` or a later one (msprobe's front end finishes after the last).
   m.def("selected_from", [&rt](uint64_t iteration) {

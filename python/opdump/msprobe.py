@@ -8,14 +8,17 @@
         debugger.stop()          # not dumped from here
         debugger.step()          # the step ends (msprobe's "step" list counts these)
 
-The config is read by opdump's core (its msprobe dialect: docs/configs.md): tasks statistics, tensor
-and overflow_check; levels L1 (APIs), mix (APIs named by the module they run in) and L2 (kernels);
-rank, step, list, data_mode, summary_mode. A task or field opdump does not have is a ConfigError
+The config is read by opdump's core (its msprobe dialect, README "Configs"): tasks statistics, tensor
+and overflow_check; levels L0 (modules), L1 (APIs), mix (both, the APIs named by the module they run
+in) and L2 (kernels); rank, step, list, data_mode, summary_mode. Module records are named as msprobe
+names them: "Module.{path}.{Class}.forward.{n}" with the module's inputs (copied as it starts) and
+outputs, and "Module.{path}.{Class}.backward.{n}" with the gradients reaching its outputs. A task or field opdump does not have is a ConfigError
 naming it. The dump goes to dump_path in MindSpore's layout ({dump_path}/rank_{R}/Net/{model id}/{step}/), which
 `opdump compare` reads against an msprobe dump of the same run.
 """
 import json
 import os
+import warnings
 
 from . import _opdump
 
@@ -35,6 +38,123 @@ def _read_config(config_path):
         raise _opdump.ConfigError(f"{path}: cannot read msprobe's config.json: {e.strerror}") from None
     except ValueError as e:
         raise _opdump.ConfigError(f"{path}: not JSON: {e}") from None
+
+
+def _tensors(value, out):
+    """The tensors of a module's arguments or results, in order (tuples, lists and dict values)."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _tensors(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _tensors(v, out)
+    return out
+
+
+def _host(tensors, copy):
+    """(host tensor, (address, numpy dtype name, shape)) of each dumpable tensor: contiguous host memory
+    the caller keeps alive while the core copies it. `copy`: a copy of its own even on the host (a module's
+    inputs, which the module may change in place)."""
+    import torch
+    out = []
+    for t in tensors:
+        if t.layout != torch.strided or t.is_quantized or t.is_complex():
+            continue  # no dump format (the API records of the same data say so)
+        h = t.detach().to("cpu", copy=copy).contiguous()
+        out.append((h, (h.data_ptr(), str(h.dtype).replace("torch.", ""), list(h.shape))))
+    return out
+
+
+def _dump_record(op_type, name, inputs, outputs):
+    """`inputs`, `outputs`: _host() pairs, whose host tensors stay alive here while the core copies them."""
+    _opdump.dump_named_op(op_type, name, [t for _, t in inputs], [t for _, t in outputs])
+
+
+class _ModuleRecords:
+    """msprobe's module records (levels L0 and mix): forward hooks on every submodule of the model,
+    and hooks on its outputs' gradients. A failure is warned about once and never reaches the training."""
+
+    def __init__(self, model, inputs, outputs):
+        import torch
+        self.inputs, self.outputs = inputs, outputs
+        self.handles = []
+        self.calls = {}
+        self.iteration = None
+        self.failed = False
+        for path, module in model.named_modules():
+            if not path or isinstance(module, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+                continue  # the root (the model's own call) and containers whose forward never runs
+            prefix = f"Module.{path}.{type(module).__name__}"
+            self.handles.append(module.register_forward_pre_hook(self._pre(prefix)))
+            self.handles.append(module.register_forward_hook(self._post(type(module).__name__)))
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def _guarded(self, what, fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - a dump never stops the training
+            if not self.failed:
+                self.failed = True
+                warnings.warn(f"opdump: a module record ({what}) was not written: {e}", stacklevel=3)
+
+    def _next_call(self, prefix):
+        iteration = _opdump.iteration()
+        if iteration != self.iteration:  # numbered afresh each step, as msprobe does
+            self.iteration, self.calls = iteration, {}
+        n = self.calls.get(prefix, 0)
+        self.calls[prefix] = n + 1
+        return n
+
+    def _pre(self, prefix):
+        def pre(module, args):
+            if not _opdump.dumping():
+                return
+            name = f"{prefix}.forward.{self._next_call(prefix)}"
+            kept = []
+            if self.inputs:
+                self._guarded(name, lambda: kept.extend(_host(_tensors(args, []), copy=True)))
+            module.__dict__.setdefault("_opdump_records", []).append((prefix, name, kept))
+        return pre
+
+    def _post(self, class_name):
+        def post(module, args, output):
+            pending = module.__dict__.get("_opdump_records")
+            if not pending:
+                return  # not dumping when the module started
+            prefix, name, inputs = pending.pop()
+            results = _tensors(output, [])
+
+            self._guarded(name, lambda: _dump_record(class_name, name, inputs,
+                                                     _host(results, copy=False) if self.outputs else []))
+            self._guarded(name, lambda: self._hook_gradients(class_name, name.replace(".forward.", ".backward."), results))
+        return post
+
+    def _hook_gradients(self, class_name, name, results):
+        """One backward record when the gradients of all the module's outputs that need one arrived."""
+        import torch
+        wanting = [t for t in results if t.requires_grad and torch.is_grad_enabled()]
+        if not wanting:
+            return
+        grads = [None] * len(wanting)
+        left = [len(wanting)]
+
+        def hook_for(i):
+            def hook(grad):
+                grads[i] = grad
+                left[0] -= 1
+                if left[0] == 0:
+                    self._guarded(name, lambda: _dump_record(class_name, name, _host(grads, copy=False), []))
+                return None
+            return hook
+        for i, t in enumerate(wanting):
+            t.register_hook(hook_for(i))
 
 
 class PrecisionDebugger:
@@ -70,6 +190,7 @@ class PrecisionDebugger:
         self.config_path = config_path
         self.model = model
         self._handle = None
+        self._modules = None
         self._configured = False
         self._finished = False
         self._ready = True
@@ -87,11 +208,16 @@ class PrecisionDebugger:
     def _configure(self, model):
         from . import _apply_config, register_model  # the package's own route (rank, compiled code)
         model = model if model is not None else self.model
-        if self.config["level"] == "mix" and model is None:
-            raise ValueError("PrecisionDebugger: level \"mix\" names APIs by the module they run in: "
+        level = self.config["level"]
+        if level in ("L0", "mix") and model is None:
+            raise ValueError(f"PrecisionDebugger: level \"{level}\" records the model's modules: "
                              "pass the model to PrecisionDebugger(model=...) or start(model)")
         if model is not None:
             self._handle = register_model(model, type(model).__name__)
+        if level in ("L0", "mix") and self.config["task"] != "overflow_check":
+            modes = (self.config.get(self.config["task"]) or {}).get("data_mode") or ["all"]
+            self._modules = _ModuleRecords(model, inputs="all" in modes or "input" in modes,
+                                           outputs="all" in modes or "output" in modes)
         _opdump.set_paused(True)  # nothing is dumped before start() returns
         _apply_config(self.config, _opdump.set_dump, "PrecisionDebugger")
         self._configured = True
@@ -143,6 +269,9 @@ class PrecisionDebugger:
             if self._handle is not None:
                 self._handle.remove()
                 self._handle = None
+            if self._modules is not None:
+                self._modules.remove()
+                self._modules = None
         return report
 
     def _steps_left(self, after_this=False):

@@ -254,7 +254,9 @@ class Observer final : public RuntimeListener {
       ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     }
     ctx->depth = ts.depth++;
-    if (level_.load(std::memory_order_relaxed) == static_cast<int>(ObserveLevel::Api) &&
+    const int level = level_.load(std::memory_order_relaxed);
+    if (level == static_cast<int>(ObserveLevel::Modules)) return ctx;  // only the front end's module records
+    if (level == static_cast<int>(ObserveLevel::Api) &&
         ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
       return ctx;  // inside an api op: only the nesting depth matters
     ctx->report = OpReport::begin(runtime_);

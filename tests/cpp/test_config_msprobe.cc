@@ -74,6 +74,17 @@ TEST(ConfigMsprobe, TensorAndOverflowTasks) {
   EXPECT_EQ(parse(R"({"task": "overflow_check", "dump_path": "/d"})").overflow_number, 1u);  // msprobe's default
   EXPECT_EQ(parse(R"({"task": "overflow_check", "dump_path": "/d", "overflow_check": {"overflow_nums": 3}})").overflow_number, 3u);
   EXPECT_EQ(parse(R"({"task": "statistics", "dump_path": "/d", "level": "L2"})").level, ObserveLevel::Kernel);
+  // L0: module records only; mix: module records and APIs; L1: APIs only
+  DumpConfig l0 = parse(R"({"task": "statistics", "dump_path": "/d", "level": "L0"})");
+  EXPECT_EQ(l0.level, ObserveLevel::Modules);
+  EXPECT_TRUE(l0.module_records);
+  EXPECT_TRUE(t.module_records);
+  EXPECT_EQ(t.level, ObserveLevel::Api);
+  EXPECT_FALSE(parse(R"({"task": "statistics", "dump_path": "/d", "level": "L1"})").module_records);
+  // the overflow check watches APIs whatever the level, and says so
+  DumpConfig ol0 = parse(R"({"task": "overflow_check", "dump_path": "/d", "level": "L0"})");
+  EXPECT_EQ(ol0.level, ObserveLevel::Api);
+  EXPECT_FALSE(ol0.warnings.empty());
   // another task's object is ignored, and said so
   DumpConfig w = parse(R"({"task": "statistics", "dump_path": "/d", "tensor": {"scope": []}, "colour": 1})");
   ASSERT_EQ(w.warnings.size(), 2u);
@@ -90,7 +101,6 @@ TEST(ConfigMsprobe, WhatOpdumpLacksIsAnErrorNamingIt) {
   const Case cases[] = {
       {R"({"task": "free_benchmark", "dump_path": "/d"})", "task", "replay"},
       {R"({"task": "grad_probe", "dump_path": "/d"})", "task", "not a dump task"},
-      {R"({"task": "statistics", "dump_path": "/d", "level": "L0"})", "level", "\"mix\""},
       {R"({"task": "statistics", "dump_path": "/d", "level": "L3"})", "level", "L1"},
       {R"({"task": "statistics"})", "dump_path", "required"},
       {R"({"task": "statistics", "dump_path": "/d", "step": [1, "x"]})", "step[1]", "x"},

@@ -100,3 +100,22 @@ TEST(OpReport, DebugScenesCheckEveryOpAndDumpNothingThemselves) {
   EXPECT_TRUE(normal.dump && !normal.scene);
   runtime.finalize_dump();
 }
+
+// msprobe's start()/stop(): a paused dump reports no op, and iterations still count.
+TEST(OpReport, PausedDumpReportsNothing) {
+  test::TempDir dir;
+  Runtime runtime;
+  runtime.set_dump_config(mindspore(dir.path(), "0", "[]"));
+  EXPECT_TRUE(runtime.dumping());
+  runtime.set_paused(true);
+  EXPECT_FALSE(runtime.dumping());
+  EXPECT_FALSE(OpReport::begin(runtime));
+  runtime.step();
+  runtime.step();
+  runtime.set_paused(false);
+  EXPECT_TRUE(runtime.dumping());  // iteration 2 is selected ("0|2")
+  OpReport report = OpReport::begin(runtime);
+  ASSERT_TRUE(report);
+  report.identify("relu", "Default/relu-op0", "", 0);
+  EXPECT_EQ(report.record().iteration, 2u);
+}

@@ -4,8 +4,7 @@ import changed: `from opdump import PrecisionDebugger`. Run by test_msprobe_fron
     msprobe_script.py RESULT.json [--config CONFIG.json] [--plain] [--plant-overflow STEP] [--model-arg]
                       [--keyword-step N]
 
-Writes the loss of each step, the first layer's input of each step (to check the dump against) and
-where the dump went."""
+Writes each step's loss, the model's input and output (to check the dump against)."""
 import argparse
 import json
 
@@ -32,7 +31,7 @@ if not args.plain:
         kwargs["step"] = args.keyword_step
     debugger = PrecisionDebugger(config_path=args.config, **kwargs)
 
-losses, inputs = [], []
+losses, inputs, outputs = [], [], []
 for step in range(4):
     x = torch.randn(2, 8)
     if step == args.plant_overflow:
@@ -40,7 +39,9 @@ for step in range(4):
     inputs.append(x.numpy().tolist())
     if debugger:
         debugger.start(None if args.model_arg else model)
-    loss = model(x).square().mean()
+    out = model(x)
+    outputs.append(out.detach().numpy().tolist())
+    loss = out.square().mean()
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()
@@ -51,4 +52,4 @@ for step in range(4):
         debugger.step()
     losses.append(float(loss))
 
-json.dump({"losses": losses, "inputs": inputs}, open(args.result, "w"))
+json.dump({"losses": losses, "inputs": inputs, "outputs": outputs}, open(args.result, "w"))

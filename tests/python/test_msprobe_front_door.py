@@ -87,6 +87,26 @@ def test_keyword_overrides_and_the_model_argument(script, tmp_path):
     assert any("Sequential-Sequential/2-Linear" in r["Op Name"] for r in rows)
 
 
+def test_level_L0_records_modules_forward_and_backward(script, tmp_path):
+    out, _ = script(msprobe_config(tmp_path / "dump", task="tensor", level="L0", step=[1]), "--model-arg")
+    folder = tmp_path / "dump" / "rank_0" / "Net" / "0" / "1"
+    files = tensors(folder)
+    assert {op_type for op_type, _, _, _ in files} == {"Linear", "ReLU"}  # modules only, no API records
+    x = np.array(out["inputs"][1], dtype=np.float32)
+    y = np.array(out["outputs"][1], dtype=np.float32)
+    np.testing.assert_array_equal(load(files[("Linear", "Module_0_Linear_forward_0", "input", 0)]), x)
+    np.testing.assert_array_equal(load(files[("Linear", "Module_2_Linear_forward_0", "output", 0)]), y)
+    # the gradient reaching the last Linear's output: d mean(y^2) / dy = 2 y / y.size
+    np.testing.assert_allclose(load(files[("Linear", "Module_2_Linear_backward_0", "input", 0)]), 2 * y / y.size, rtol=1e-6)
+    assert ("ReLU", "Module_1_ReLU_backward_0", "input", 0) in files
+
+
+def test_level_mix_records_modules_and_apis(script, tmp_path):
+    script(msprobe_config(tmp_path / "dump", level="mix", step=[0]), "--model-arg")
+    types = {r["Op Type"] for r in statistics(tmp_path / "dump" / "rank_0" / "Net" / "0" / "0")}
+    assert {"Linear", "ReLU", "linear", "relu"} <= types, types
+
+
 def test_list_summary_mode_and_data_mode(script, tmp_path):
     script(msprobe_config(tmp_path / "dump", step=[0], list=["relu"], data_mode=["output"], summary_mode="md5"))
     rows = statistics(tmp_path / "dump" / "rank_0" / "Net" / "0" / "0")
@@ -122,7 +142,7 @@ def test_a_rank_not_listed_dumps_nothing(script, tmp_path):
 
 
 @pytest.mark.parametrize("change, field", [
-    ({"level": "L0"}, "level"),
+    ({"level": "L3"}, "level"),
     ({"task": "free_benchmark"}, "task"),
     ({"statistics": {"scope": ["Module.0.Linear.forward.0"]}}, "statistics.scope"),
     ({"step": [0, "two"]}, "step[1]"),

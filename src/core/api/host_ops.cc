@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "api/host_ops.h"
 #include "config/config.h"
 #include "dumper/dumper.h"
 #include "identity/op_names.h"
@@ -53,30 +54,43 @@ std::vector<DumpTensor> copies_of(const std::vector<TensorView>& views) {
   return out;
 }
 
-}  // namespace
-
-void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
+// The op path from a checked call to the writer; `name_of` names the op once it is reported.
+template <typename NameOf>
+void report_host_op(const std::string& op_type, const std::vector<HostTensor>& inputs,
+                    const std::vector<HostTensor>& outputs, NameOf name_of) {
   if (op_type.empty()) throw Error("dump_op: op_type is empty");
   const Runtime& runtime = Runtime::instance();
   OpReport report = OpReport::begin(runtime);
   if (!report) return;
   const std::vector<TensorView> input_views = views_of(inputs, "input", op_type);
   const std::vector<TensorView> output_views = views_of(outputs, "output", op_type);
-
-  thread_local ThreadCalls calls;
-  if (calls.iteration != runtime.iteration()) {
-    calls.calls.clear();
-    calls.iteration = runtime.iteration();
-  }
-  const std::string& scope = scopes::path();
   const std::string& model = scopes::current_model();
-  report.identify(op_type, identity::op_name(scope, op_type, calls.calls.next(scope, op_type)), model,
-                  report.model_id(model));
+  report.identify(op_type, name_of(runtime), model, report.model_id(model));
   report.record_execution({}, {});
   const OpPlan plan = report.decide();
   if (plan.scene || !plan.dump) return;  // the debug scenes check tensors of adapters only
   report.dump(plan.inputs ? copies_of(input_views) : std::vector<DumpTensor>{},
               plan.outputs ? copies_of(output_views) : std::vector<DumpTensor>{});
+}
+
+}  // namespace
+
+void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& outputs) {
+  report_host_op(op_type, inputs, outputs, [&op_type](const Runtime& runtime) {
+    thread_local ThreadCalls calls;
+    if (calls.iteration != runtime.iteration()) {
+      calls.calls.clear();
+      calls.iteration = runtime.iteration();
+    }
+    const std::string& scope = scopes::path();
+    return identity::op_name(scope, op_type, calls.calls.next(scope, op_type));
+  });
+}
+
+void dump_named_op(const std::string& op_type, const std::string& op_name, const std::vector<HostTensor>& inputs,
+                   const std::vector<HostTensor>& outputs) {
+  if (op_name.empty()) throw Error("dump_op: " + op_type + ": the op name is empty");
+  report_host_op(op_type, inputs, outputs, [&op_name](const Runtime&) { return op_name; });
 }
 
 }  // namespace opdump

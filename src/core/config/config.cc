@@ -48,7 +48,13 @@ std::string_view to_string(Scene s) {
   return "?";
 }
 std::string_view to_string(ObserveLevel l) {
-  return l == ObserveLevel::Api ? "api" : l == ObserveLevel::Kernel ? "kernel" : "all";
+  switch (l) {
+    case ObserveLevel::Api: return "api";
+    case ObserveLevel::Kernel: return "kernel";
+    case ObserveLevel::All: return "all";
+    case ObserveLevel::Modules: return "modules";
+  }
+  return "?";
 }
 
 std::string_view to_string(HostWork w) {

@@ -24,7 +24,8 @@ enum class SavedData { Tensor, Statistic, Full };
 enum class FileFormat { Npy, Bin, H5 };  // H5: opdump.h5_file
 enum class Layout { Ascend, MindSporeSync };
 enum class Scene { Normal, Overflow, ExceptionBrief, ExceptionNorm, ExceptionDetail, Watcher };
-enum class ObserveLevel { Api, Kernel, All };
+// Modules: no framework op is reported, only the front end's module records (msprobe's L0).
+enum class ObserveLevel { Api, Kernel, All, Modules };
 enum class StatCalcMode { Host, Device };
 // Where statistics and overflow checks of host tensors are computed: on a background thread of
 // opdump's (the training does not wait), on the op's own thread as the op ends (split over the
@@ -86,6 +87,9 @@ struct DumpConfig {
 
   // opdump's own options ("opdump": {...}).
   ObserveLevel level = ObserveLevel::Api;
+  // msprobe's levels L0 and mix: the front end reports each module's forward inputs and outputs,
+  // and the gradients reaching its outputs, as records of their own ("Module.conv1.Conv2d.forward.0").
+  bool module_records = false;
   bool skip_no_compute_ops = true;
   bool check_fp16_range = false;  // overflow also when values leave float16's range
   // Op types whose outputs are uninitialised by design (overflow checks skip them).

@@ -37,6 +37,7 @@ nlohmann::ordered_json to_json_object(const DumpConfig& c) {
   j["single_op_dump"] = c.op_switch;
   j["support_device"] = c.support_device;
   j["support_rank"] = c.support_rank;
+  j["module_records"] = c.module_records;
   j["scene"] = to_string(c.scene);
   j["overflow_number"] = c.overflow_number;
   j["trans_flag"] = c.trans_flag;

@@ -137,13 +137,17 @@ void parse_msprobe(const json& doc, DumpConfig& c, const ParseOptions& options) 
   c.saved_data = task == "tensor" ? SavedData::Full : SavedData::Statistic;  // a tensor dump keeps msprobe's statistics too
   if (task == "overflow_check") c.scene = Scene::Overflow;
 
-  // L1: the framework's APIs (opdump's "api" level), mix: APIs named by the modules they run in
-  // (the front end registers the model), L2: kernels. L0 dumps modules' own inputs and outputs.
+  // L0: modules' own inputs and outputs (records the front end makes with module hooks), L1: the
+  // framework's APIs (opdump's "api" level), mix: both, the APIs named by the modules they run in,
+  // L2: kernels. The overflow check watches every API's outputs whatever the level.
   const std::string level = top.choice("level", {"L0", "L1", "L2", "mix"}).value_or("L1");
-  if (level == "L0")
-    throw ConfigError(top.path("level"), "\"L0\" (the inputs and outputs of modules) is not available in opdump; \"mix\" "
-                                         "dumps the APIs each module runs, named by the module's path, and \"L1\" the APIs");
-  c.level = level == "L2" ? ObserveLevel::Kernel : ObserveLevel::Api;
+  c.level = level == "L2" ? ObserveLevel::Kernel : level == "L0" ? ObserveLevel::Modules : ObserveLevel::Api;
+  c.module_records = level == "L0" || level == "mix";
+  if (task == "overflow_check" && level == "L0") {
+    c.level = ObserveLevel::Api;
+    c.module_records = false;
+    c.warnings.push_back("level \"L0\" with task \"overflow_check\": every API's outputs are checked (opdump's overflow check)");
+  }
   c.iterations = parse_steps(top, "step");
   c.support_rank = parse_ranks(top);
   (void)top.boolean("async_dump");          // opdump always writes on its own threads
