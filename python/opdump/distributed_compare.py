@@ -176,8 +176,11 @@ def _compare(args, rest, cli, exchange):
     if listed.returncode != 0:
         part["code"], part["failure"] = 1, listed.stderr.strip()
     elif mine:
+        # Watched from a terminal, this process's compare draws its progress there (and says what failed there).
+        shown = sys.stderr.isatty() and "-q" not in rest and "--quiet" not in rest
         proc = subprocess.run([cli, "compare", args.target, args.reference, "-o", part["output"],
-                               "--ranks", ",".join(map(str, mine)), *rest], capture_output=True, text=True)
+                               "--ranks", ",".join(map(str, mine)), *rest], stdout=subprocess.PIPE,
+                              stderr=None if shown else subprocess.PIPE, text=True)
         part["code"] = proc.returncode
         if proc.returncode in (0, 3):
             with open(os.path.join(part["output"], "compare_summary.json")) as f:
@@ -185,7 +188,7 @@ def _compare(args, rest, cli, exchange):
             with open(os.path.join(part["output"], "compare_result.csv")) as f:
                 part["csv"] = f.read()
         else:
-            part["failure"] = proc.stderr.strip()
+            part["failure"] = proc.stderr.strip() if proc.stderr is not None else "its compare failed (see its messages above)"
     exchange.post("part", part)
     parts = exchange.read("part") if rank == 0 else None
     codes = exchange.all("code", part["code"])

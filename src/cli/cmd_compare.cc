@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "compare/compare.h"
+#include "util/progress.h"
 #include "compare/reports.h"
 #include "compare/op_arguments.h"
 #include "read/dump_index.h"
@@ -40,7 +41,7 @@ void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
   cmd->add_option("--threads", opt->threads, "Worker threads (default: all cores)");
   cmd->add_flag("--xlsx", opt->xlsx, "Also write compare_result.xlsx (errors red, warnings yellow)");
   cmd->add_option("--rows-per-sheet", opt->rows_per_sheet, "xlsx rows per sheet (default 1048500)");
-  cmd->add_flag("-q,--quiet", opt->quiet, "No progress bar");
+  cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr (shown only when stderr is a terminal)");
   cmd->add_option("--ranks", opt->ranks, "Compare only these ranks (Ascend: devices), e.g. --ranks 0,1")->delimiter(',');
   cmd->add_flag("--list-ranks", opt->list_ranks,
                 "Print the ranks both dumps hold files of, as JSON, and exit (-o is then not needed)");
@@ -89,16 +90,15 @@ void add_compare_command(CLI::App& app, int* exit_code, CompareExtras extras) {
     o.threads = opt->threads;
     if (!opt->mapping.empty()) o.mapping = load_mapping(opt->mapping);
     if (!opt->thresholds.empty()) o.thresholds = load_thresholds(opt->thresholds);
-    if (!opt->quiet && ::isatty(2))
-      o.progress = [](size_t done, size_t total) {
-        if (done != total && done % 64) return;
-        const int width = 40, filled = static_cast<int>(width * done / std::max<size_t>(total, 1));
-        std::fprintf(stderr, "\r[%s%s] %zu/%zu", std::string(filled, '#').c_str(),
-                     std::string(width - filled, '.').c_str(), done, total);
-        if (done == total) std::fputc('\n', stderr);
+    std::unique_ptr<Progress> progress;
+    if (ProgressOptions shown = Progress::for_terminal(opt->quiet); shown.enabled)
+      o.progress = [&progress, shown](size_t done, size_t total, uint64_t bytes) {
+        if (!progress) progress = std::make_unique<Progress>("compare: tensor pairs", total, 0, shown);
+        progress->done(done, bytes);
       };
     const auto t0 = std::chrono::steady_clock::now();
     CompareResult r = compare_dumps(opt->target, opt->reference, o);
+    progress.reset();  // its last line before the results
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (o.cross_replay && extras.note) r.notes.push_back(extras.note());
     make_dirs(opt->out);

@@ -22,6 +22,7 @@
 #include "format/npy.h"
 #include "format/torch_pt.h"
 #include "format/h5_file.h"
+#include "util/progress.h"
 #include "writer/atomic_file.h"
 
 namespace opdump::cli {
@@ -176,11 +177,18 @@ void convert_h5(const DumpFile& f, const std::string& out_root, const std::strin
   counts.failed += failed;
 }
 
+uint64_t file_size_or_zero(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(size);
+}
+
 }  // namespace
 
 // The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
 struct ConvertCommandOptions {
   std::string src, out, to, format, shape_text;
+  bool quiet = false;
 };
 
 void add_convert_command(CLI::App& app, int* exit_code) {
@@ -194,6 +202,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
   cmd->add_option("-f,--format", opt->format, "Convert device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NHWC, HWCN) to NCHW/ND")
       ->check(CLI::IsMember({"NCHW", "ND"}));
   cmd->add_option("--shape", opt->shape_text, "Logical shape (e.g. 32,256,13,13) for tensors whose header has none");
+  cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr (shown only when stderr is a terminal)");
   cmd->callback([opt, exit_code] {
     ConvertOptions o;
     o.to = opt->to.empty() ? "npy" : opt->to;
@@ -216,7 +225,15 @@ void add_convert_command(CLI::App& app, int* exit_code) {
     make_dirs(opt->out);
     Counts counts;
     OriginalNames names;
+    uint64_t total_bytes = 0;
+    for (const auto& f : files) total_bytes += file_size_or_zero(f.path);
+    Progress progress("convert: files", files.size(), total_bytes, Progress::for_terminal(opt->quiet));
     for (const auto& f : files) {
+      struct Advance {  // also when the file fails
+        Progress& p;
+        uint64_t bytes;
+        ~Advance() { p.advance(1, bytes); }
+      } advance{progress, file_size_or_zero(f.path)};
       try {
         if (f.kind == DumpFileKind::Bin) convert_bin(f, opt->out, o, names, counts);
         else if (f.kind == DumpFileKind::Npy && opt->to != "npy") convert_npy(f, opt->out, counts);
@@ -230,6 +247,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
         ++counts.failed;
       }
     }
+    progress.finish();
     std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, opt->out.c_str(), counts.failed);
     if (counts.converted == 0 && counts.failed == 0)
       std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, h5, pt or npy files)\n", opt->src.c_str());

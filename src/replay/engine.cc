@@ -23,6 +23,7 @@
 #include "read/dump_index.h"
 #include "read/h5_dump.h"
 #include "util/file_read.h"
+#include "util/progress.h"
 
 namespace opdump::replay {
 namespace {
@@ -296,8 +297,9 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
   // above dump_tensor_data/.
   std::map<std::string, std::map<std::string, json>> specs;  // source -> op -> args
   Replayer replayer(result, Standard::builtin());
-  size_t done = 0, unreadable = 0;
+  size_t unreadable = 0;
   bool any_args = false;
+  Progress progress("replay: ops", order.size(), 0, Progress::for_terminal(options.quiet));
   for (const ReplayOp* op : order) {
     const std::string source = op->msprobe ? folder_of(op->folder) + "/dump.json" : !op->h5_file.empty() ? op->h5_file : op->folder;
     auto found = specs.find(source);
@@ -327,9 +329,9 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
     }
     auto spec = found->second.find(op->key);
     replayer.op(*op, spec == found->second.end() ? nullptr : &spec->second);
-    if (!options.quiet && ++done % 200 == 0) std::fprintf(stderr, "replay: %zu of %zu ops\r", done, order.size());
+    progress.advance(1);
   }
-  if (!options.quiet && done >= 200) std::fprintf(stderr, "\n");
+  progress.finish();
   if (unreadable > 3) result.warnings.push_back(std::to_string(unreadable) + " args files did not parse; their ops were skipped");
   if (!any_args)
     result.warnings.push_back("no op of " + dump + " has recorded arguments: dump with \"save_kernel_args\": true "

@@ -345,10 +345,10 @@ CompareResult compare_dumps(const std::string& target, const std::string& refere
       }
       judge(r, options.thresholds);
       note_precision(r);
-      const size_t d = ++done;
-      if (options.progress) {
+      ++done;
+      if (options.progress) {  // the counts read under the lock: a late caller never reports less than an earlier one
         std::lock_guard<std::mutex> lock(progress_mutex);
-        options.progress(d, result.rows.size());
+        options.progress(done.load(), result.rows.size(), bytes.load(std::memory_order_relaxed));
       }
     }
   };

@@ -121,7 +121,8 @@ struct CompareOptions {
   // Only these ranks of both dumps (empty: all). A multi-node compare gives each process the ranks
   // whose files are on its node.
   std::set<uint32_t> ranks;
-  std::function<void(size_t done, size_t total)> progress;
+  // Called as rows are done (from the worker threads, one at a time): rows done of `total`, bytes read so far.
+  std::function<void(size_t done, size_t total, uint64_t bytes)> progress;
   CrossReplay cross_replay;  // empty: the first divergence is judged from the error's growth alone
 };
 

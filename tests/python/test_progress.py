@@ -1,0 +1,90 @@
+"""Long work shows progress on stderr when it is a terminal (compare, convert, replay): items, bytes, rate
+and time left; quiet with -q and when stderr is not a terminal. OPDUMP_PROGRESS_AFTER_S=0 shows it from the
+start (by default only work of more than 2 s does)."""
+import errno
+import json
+import os
+import pathlib
+import pty
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import BUILD, PYTHON, ms_config
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def in_terminal(*args, after="0"):
+    """Runs `opdump ARGS` with a pseudo-terminal as stdout and stderr; returns (exit code, what it printed)."""
+    env = dict(os.environ, OPDUMP_PROGRESS_AFTER_S=after)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
+        try:
+            os.execve(str(BUILD / "opdump"), ["opdump", *map(str, args)], env)
+        finally:
+            os._exit(127)
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError as e:  # EIO: the child closed the terminal
+            if e.errno != errno.EIO:
+                raise
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def npy_folder(tmp_path):
+    folder = tmp_path / "npy"
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    for i in range(12):
+        np.save(folder / f"Add.Default_add-op{i}.{i}.15891950815880{i:02d}.output.0.npy",
+                rng.standard_normal((64, 64)).astype(np.float32))
+    return folder
+
+
+def test_convert_and_compare_show_progress_in_a_terminal(npy_folder, tmp_path):
+    code, text = in_terminal("convert", npy_folder, "-o", tmp_path / "txt")
+    assert code == 0, text
+    assert "\rconvert: files: 12/12 (100%), " in text, text
+    code, text = in_terminal("compare", npy_folder, npy_folder, "-o", tmp_path / "cmp")
+    assert code == 0, text
+    assert "\rcompare: tensor pairs: 12/12 (100%), " in text, text
+    assert "B/s" in text
+
+
+def test_quiet_short_or_piped_work_shows_none(npy_folder, tmp_path, run):
+    code, text = in_terminal("convert", npy_folder, "-o", tmp_path / "a", "-q")
+    assert code == 0 and "convert: files" not in text, text
+    code, text = in_terminal("compare", npy_folder, npy_folder, "-o", tmp_path / "b", "-q")
+    assert code == 0 and "compare: tensor pairs" not in text, text
+    code, text = in_terminal("compare", npy_folder, npy_folder, "-o", tmp_path / "c", after="3600")  # short work
+    assert code == 0 and "compare: tensor pairs" not in text, text
+    proc = run("convert", npy_folder, "-o", tmp_path / "d", check=0)  # stderr a pipe: not a terminal
+    assert "convert: files" not in proc.stderr and "\r" not in proc.stderr
+
+
+@pytest.mark.skipif(not (BUILD / "opdump_replay").exists(), reason="built without the PyTorch adapter")
+def test_replay_shows_progress_in_a_terminal(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    from replay_bench import TRAIN
+    cfg = ms_config(tmp_path / "d", iteration="1", saved_data="tensor", e2e={"save_kernel_args": True})
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    proc = subprocess.run([PYTHON, "-c", TRAIN, str(tmp_path / "c.json"), str(BUILD / "python"), "mlp", "none"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    code, text = in_terminal("replay", tmp_path / "d", "-o", tmp_path / "replay")
+    assert code == 0, text
+    assert "\rreplay: ops: " in text and "(100%)" in text, text
+    code, text = in_terminal("replay", tmp_path / "d", "-o", tmp_path / "replay2", "-q")
+    assert code == 0 and "replay: ops" not in text, text
