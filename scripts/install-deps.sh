@@ -21,6 +21,7 @@ PACKAGES=(
   libtorch-dev              # PyTorch C++ adapter
   python3-torch python3-torchvision python3-numpy python3-pytest
   python3-pandas python3-openpyxl  # tests read the compare reports as users would
+  python3-pil               # tests check the HTML reports' screenshots pixel by pixel
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install . (setuptools backend) and its test in a venv
   chromium                  # tests render the HTML compare report headless
   clang libclang-rt-dev     # libFuzzer targets and the sanitizer builds of CI (scripts/sanitize.sh)

@@ -4,8 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "format/csv.h"
 #include "util/html.h"
+#include "util/module_tree.h"
 #include "writer/atomic_file.h"
 
 namespace opdump::replay {
@@ -89,6 +92,20 @@ void write_replay_html(const ReplayResult& result, const std::string& dump, cons
   else
     html += "<p id=\"first\">No op fails on its own inputs.</p>";
   for (const auto& w : result.warnings) html += "<p class=\"note\">" + html_escape(w) + "</p>";
+  {  // the model's modules, coloured by their outputs' results
+    std::vector<ModuleTreeRow> tree;
+    int64_t first = -1;
+    const ReplayRow* first_error = result.first_error();
+    for (const auto& r : result.rows) {
+      const Result v = r.judgement.result;
+      if (&r == first_error) first = static_cast<int64_t>(tree.size());
+      tree.push_back(ModuleTreeRow{r.op_name,
+                                   v == Result::Error ? TreeVerdict::Error : v == Result::Warning ? TreeVerdict::Warning
+                                   : v == Result::Pass ? TreeVerdict::Pass : TreeVerdict::NotJudged,
+                                   v == Result::Skipped ? NAN : r.judgement.rel_l2});
+    }
+    html += module_tree_html(tree, first);
+  }
   if (!result.skipped_reasons.empty()) {
     html += "<h2>Skipped</h2><ul>";
     for (const auto& [why, n] : result.skipped_reasons) html += fmt::format("<li>{}: {}</li>", n, html_escape(why));
@@ -111,9 +128,14 @@ void write_replay_html(const ReplayResult& result, const std::string& dump, cons
     for (const auto& r : result.rows)
       if (r.judgement.result == level) failing += row_html(r);
   if (!failing.empty()) html += "<h2>Errors and warnings</h2><table id=\"failing\">" + head + failing + "</table>";
-  html += "<h2>Every output, in execution order</h2><table id=\"rows\">" + head;
+  html += "<h2>Every output, in execution order</h2><p id=\"shown\"></p><table id=\"rows\">" + head;
   for (const auto& r : result.rows) html += row_html(r);
-  html += "</table></body></html>\n";
+  // A module clicked in the model's tree: only its outputs' rows (their op names start with its path).
+  html += "</table><script>function show_module(prefix){const rows=[...document.querySelectorAll('#rows tr')].slice(1);"
+          "let n=0;for(const tr of rows){const on=tr.cells[2].textContent.includes(' '+prefix);tr.style.display=on?'':'none';n+=on;}"
+          "const p=document.getElementById('shown');p.textContent=n+' rows of '+prefix+' ';const all=document.createElement('button');"
+          "all.textContent='show all';all.onclick=()=>{rows.forEach(tr=>tr.style.display='');p.textContent='';};p.appendChild(all);"
+          "p.scrollIntoView();}</script></body></html>\n";
   write_file_atomic(path, html.data(), html.size(), nullptr, 0);
 }
 

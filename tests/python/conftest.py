@@ -83,3 +83,30 @@ def ms_config(path, iteration="all", saved_data="tensor", **extra):
     if extra:
         cfg["opdump"] = extra
     return cfg
+
+
+CHROMIUM = __import__("shutil").which("chromium")
+
+
+def chromium_flags(tmp_path, budget_ms=3000):
+    """Debian's chromium, headless, offline, with a profile of its own; its console on stderr."""
+    return [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+            f"--virtual-time-budget={budget_ms}"]
+
+
+def measured_page(page, script, tmp_path, budget_ms=3000, name="measured.html"):
+    """Loads a copy of `page` with `script` added at its end, which puts JSON in <pre id="measure">;
+    returns that JSON as the browser computed it at 1400x900."""
+    import json
+    import re
+    import subprocess
+    copy = tmp_path / name
+    copy.write_text(page.read_text().replace("</body>", script + "</body>"))
+    dom = subprocess.run(chromium_flags(tmp_path, budget_ms) + ["--window-size=1400,900", "--dump-dom", copy.as_uri()],
+                         capture_output=True, text=True, timeout=300)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "Uncaught" not in dom.stderr, dom.stderr[-2000:]
+    return json.loads(re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"')
+                      .replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))

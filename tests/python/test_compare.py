@@ -3,7 +3,6 @@ matching (names, execution order, mapping files), verdicts and the first diverge
 import csv
 import glob
 import json
-import re
 import os
 import shutil
 import subprocess
@@ -11,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import BUILD, ms_config
+from conftest import BUILD, CHROMIUM, chromium_flags, measured_page, ms_config
 
 EPS64 = np.finfo(np.float64).eps
 
@@ -325,19 +324,13 @@ def test_reports_read_by_pandas_and_openpyxl(workload, run, tmp_path):
     assert colors["error"] == {"FFF8CBAD"} and colors.get("warning", {"FFFFE699"}) == {"FFFFE699"}
 
 
-CHROMIUM = shutil.which("chromium")
-
-
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
 def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
     good = workload("small", steps=1, config=ms_config(tmp_path / "good"))
     bad = workload("small", steps=1, config=ms_config(tmp_path / "bad"), env={"OPDUMP_TEST_PLANT_BUG": "1"})
     run("compare", bad["report"]["root"], good["report"]["root"], "-o", tmp_path / "out", "-q", check=0)
     page = (tmp_path / "out" / "compare_report.html").as_uri()
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=3000"]
+    flags = chromium_flags(tmp_path)
     dom = subprocess.run(flags + ["--dump-dom", page], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "Uncaught" not in dom.stderr and ":CONSOLE" not in dom.stderr, dom.stderr[-2000:]
@@ -350,12 +343,7 @@ def test_html_report_renders_in_headless_chromium(workload, run, tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000  # a chart, not a blank page
 
     # Laid out at 1400x900: measured in the browser, by a script added to a copy of the page.
-    measured = tmp_path / "measured.html"
-    measured.write_text((tmp_path / "out" / "compare_report.html").read_text().replace("</body>", MEASURE + "</body>"))
-    dom = subprocess.run(flags + ["--window-size=1400,900", "--dump-dom", measured.as_uri()], capture_output=True,
-                         text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    m = json.loads(re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    m = measured_page(tmp_path / "out" / "compare_report.html", MEASURE, tmp_path)
     assert m["width"] == 1400
     assert m["scrollWidth"] <= m["width"], m  # no horizontal scrolling
     for column in ("result", "cosine", "rel euclidean", "reason"):
@@ -397,13 +385,7 @@ window.addEventListener('load', () => {
   document.body.appendChild(pre);
 });
 </script>"""
-    measured = tmp_path / "measured.html"
-    measured.write_text(report.read_text().replace("</body>", probe + "</body>"))
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--window-size=1400,900"]
-    dom = subprocess.run(flags + ["--dump-dom", measured.as_uri()], capture_output=True, text=True, timeout=300)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    m = json.loads(re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S).group(1).replace("&quot;", '"'))
+    m = measured_page(report, probe, tmp_path, budget_ms=10000)
     assert m["rows"] == 200 and m["page"].endswith(f"of {n}")
     assert m["first"] == f"Default/net-Net/layer{changed}-Linear/linear-op0"  # opened on its page
     assert m["points"] <= 2000

@@ -10,6 +10,7 @@
 
 #include "compare/reports.h"
 #include "util/html.h"
+#include "util/module_tree.h"
 #include "writer/atomic_file.h"
 
 namespace opdump {
@@ -115,6 +116,22 @@ std::string histograms(const CompareResult& result) {
   return out.empty() ? out : "<h2>|x - y| per decade, from the first divergence on</h2>" + out;
 }
 
+// The modules of the target's op names (the reference's where only it has the row).
+std::string model_tree(const CompareResult& result) {
+  std::vector<ModuleTreeRow> rows;
+  rows.reserve(result.rows.size());
+  int64_t first = -1;
+  for (const auto& r : result.rows) {
+    const DumpEntry* e = r.target ? r.target : r.reference;
+    const TreeVerdict v = !r.compared ? TreeVerdict::NotJudged
+                          : r.verdict == Verdict::Error ? TreeVerdict::Error
+                          : r.verdict == Verdict::Warning ? TreeVerdict::Warning : TreeVerdict::Pass;
+    if (result.first_divergence.found && r.index == result.first_divergence.op.row) first = static_cast<int64_t>(rows.size());
+    rows.push_back(ModuleTreeRow{e->op_name, v, r.compared ? row_error(r) : NAN});
+  }
+  return module_tree_html(rows, first);
+}
+
 // The chart's colours, explained beside it.
 std::string legend() {
   return "<p id=\"legend\" class=\"legend\">"
@@ -164,10 +181,10 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
     html += "<p id=\"first\">No divergence found" + (result.precision.empty() ? "" : ": " + escape(result.precision)) + ".</p>";
   }
   for (const auto& note : result.notes) html += "<p class=\"note\">" + escape(note) + "</p>";
+  html += model_tree(result);
   html += chart(result);
   html += legend();
   html += histograms(result);
-  html += "<p><input id=\"filter\" placeholder=\"filter rows (name, type, result)\" size=\"50\"></p>";
   // The rows are data, drawn a page at a time (a page of 200 rows opens at once whatever the dump's
   // size; 100,000 table rows in the DOM would take the browser seconds). Widths in em for the short
   // columns; the names and the reason share what is left.
@@ -217,6 +234,10 @@ void write_compare_html(const CompareResult& result, const std::string& path, co
           "document.getElementById('prev').onclick=()=>{page--;draw();};"
           "document.getElementById('next').onclick=()=>{page++;draw();};"
           "document.getElementById('to-first').onclick=()=>show(FIRST);"
+          // A module clicked in the model's tree: its rows (every name under its path), the table in view.
+          "function show_module(prefix){document.getElementById('filter').value=prefix;"
+          "shown=all.filter(r=>r[5].startsWith(prefix)||(r[6]||'').startsWith(prefix));page=0;draw();"
+          "document.getElementById('pager').scrollIntoView();}"
           "const link=document.getElementById('first-link');if(link)link.onclick=e=>{e.preventDefault();show(FIRST);};"
           "document.getElementById('filter').addEventListener('input',e=>{const q=e.target.value.toLowerCase();"
           "shown=q?all.filter(r=>r.some(v=>v!==null&&String(v).toLowerCase().includes(q))):all;page=0;draw();});"
