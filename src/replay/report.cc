@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "format/csv.h"
+#include "util/csv.h"
 #include "util/html.h"
 #include "util/module_tree.h"
 #include "writer/atomic_file.h"

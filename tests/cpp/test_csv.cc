@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "format/csv.h"
+#include "util/csv.h"
 #include "opdump/error.h"
 
 using namespace opdump;

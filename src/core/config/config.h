@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "debug_scenes/debug_scenes.h"
+#include "select/op_kinds.h"
 #include "select/iteration_set.h"
 #include "stats/stats.h"
 
@@ -93,7 +93,7 @@ struct DumpConfig {
   bool skip_no_compute_ops = true;
   bool check_fp16_range = false;  // overflow also when values leave float16's range
   // Op types whose outputs are uninitialised by design (overflow checks skip them).
-  std::vector<std::string> overflow_ignore_ops = default_overflow_ignore_ops();
+  std::vector<std::string> overflow_ignore_ops = op_kinds::overflow_ignored_by_default();
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
   unsigned writer_threads = 0;  // 0: tensor dumps 4 (direct_io) or every core, statistics half the cores
   bool direct_io = true;        // large tensor files written past the page cache (O_DIRECT)

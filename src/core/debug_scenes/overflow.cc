@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "debug_scenes/debug_scenes.h"
-#include "stats_kernels.h"
+#include "stats/stats_kernels.h"
 #include "select/op_kinds.h"
 
 namespace opdump {

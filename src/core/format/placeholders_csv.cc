@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "format/csv.h"
+#include "util/csv.h"
 #include "opdump/error.h"
 
 namespace opdump {

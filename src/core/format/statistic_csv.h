@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "layout/layout.h"
-#include "format/csv.h"
+#include "util/csv.h"
 #include "stats/stats.h"
 
 namespace opdump {

@@ -8,7 +8,7 @@
 
 #include "opdump/error.h"
 #include "layout/layout.h"
-#include "format/statistic_csv.h"
+#include "util/csv.h"
 #include "writer/atomic_file.h"
 
 namespace opdump {

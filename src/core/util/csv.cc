@@ -1,5 +1,5 @@
 // A small RFC 4180 reader and the quoting of cells that writers use.
-#include "format/csv.h"
+#include "util/csv.h"
 
 #include <cstring>
 
