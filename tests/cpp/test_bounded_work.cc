@@ -1,7 +1,8 @@
 // Readers and indexes do work linear (or n log n) in their input: each is run on an input and on
-// one ten times larger in the same process, and the larger must not take more than 30 times as
-// long (quadratic work takes about 100 times). Best of three runs each, so that a busy machine
-// does not fail it; no absolute time is asserted.
+// one ten times larger in the same process, and the larger must not take more than 50 times as
+// long (quadratic work takes about 100 times; linear work with a cache-unfriendly large input took
+// 32 times in the PyTorch 2.x chroot while another build ran). Best of three runs each, so that a
+// busy machine does not fail it; no absolute time is asserted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,7 +32,7 @@ void expect_linear(const std::function<void(size_t)>& run, size_t n) {
   run(n / 10);  // warm-up: first-touch costs are not the input's
   const double small = best_seconds([&] { run(n / 10); });
   const double large = best_seconds([&] { run(n); });
-  EXPECT_LT(large, 30 * std::max(small, 1e-4)) << n / 10 << " items: " << small << " s; " << n << " items: " << large << " s";
+  EXPECT_LT(large, 50 * std::max(small, 1e-4)) << n / 10 << " items: " << small << " s; " << n << " items: " << large << " s";
 }
 
 TEST(BoundedWork, ExecutionOrderOfOneNameRepeated) {
