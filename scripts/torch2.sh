@@ -82,6 +82,10 @@ in_chroot '
   cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_PYTHON=/usr/bin/python3 >/dev/null
   ninja -C build-torch2 -j "$(nproc)" > /tmp/opdump-torch2-build.log || { tail -60 /tmp/opdump-torch2-build.log; exit 1; }'
 [ "$mode" = --build ] && exit 0
+# Two tests run on the host only: the pip route (a full build of its own, the same packaging on 2.x)
+# and the localization benchmark (the host's run already takes its PyTorch 2.x sides from this
+# chroot; run here it would repeat every scenario on 2.x alone). Together they took over 20 minutes.
 in_chroot '
   (cd build-torch2 && ctest --output-on-failure -j "$(nproc)")
-  OPDUMP_BUILD=/opdump/build-torch2 PYTHONPATH=/opdump/build-torch2/python python3 -m pytest -q -p no:cacheprovider tests/python'
+  OPDUMP_BUILD=/opdump/build-torch2 PYTHONPATH=/opdump/build-torch2/python python3 -m pytest -q -p no:cacheprovider \
+    --deselect tests/python/test_pip_install.py --deselect tests/python/test_localize.py tests/python'
