@@ -12,9 +12,9 @@ The config is read by opdump's core (its msprobe dialect, README "Configs"): tas
 and overflow_check; levels L0 (modules), L1 (APIs), mix (both, the APIs named by the module they run
 in) and L2 (kernels); rank, step, list, data_mode, summary_mode. Module records are named as msprobe
 names them: "Module.{path}.{Class}.forward.{n}" with the module's inputs (copied as it starts) and
-outputs, and "Module.{path}.{Class}.backward.{n}" with the gradients reaching its outputs. A task or field opdump does not have is a ConfigError
-naming it. The dump goes to dump_path in MindSpore's layout ({dump_path}/rank_{R}/Net/{model id}/{step}/), which
-`opdump compare` reads against an msprobe dump of the same run.
+outputs, and "Module.{path}.{Class}.backward.{n}" with the gradients reaching its outputs. A task or
+field opdump does not have is a ConfigError naming it. The dump goes to dump_path in MindSpore's
+layout ({dump_path}/rank_{R}/Net/{model id}/{step}/), which `opdump compare` reads.
 """
 import json
 import os
@@ -149,7 +149,7 @@ class _ModuleRecords:
             def hook(grad):
                 grads[i] = grad
                 left[0] -= 1
-                if left[0] == 0:
+                if left[0] == 0 and _opdump.dumping():  # no host copies of gradients nobody dumps
                     self._guarded(name, lambda: _dump_record(class_name, name, _host(grads, copy=False), []))
                 return None
             return hook
