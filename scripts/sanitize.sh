@@ -46,7 +46,9 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUI
   -DOPDUMP_SANITIZE=thread >/dev/null
 ninja -C build-tsan opdump_tests opdump_torch_tests _opdump opdump_py
 # die_after_fork=0: the disk-full test forks a child that starts writer threads.
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" build-tsan/tests/opdump_tests --gtest_brief=1
+# BoundedWork is left out: single-threaded timing ratios on inputs of 100,000 items, minutes under TSan.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" build-tsan/tests/opdump_tests --gtest_brief=1 \
+  --gtest_filter='-BoundedWork.*'
 # The adapter in process: a dump finalized while another thread runs ops.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   build-tsan/tests/opdump_torch_tests --gtest_brief=1
