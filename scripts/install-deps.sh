@@ -20,6 +20,7 @@ PACKAGES=(
   pybind11-dev              # Python module
   libtorch-dev              # PyTorch C++ adapter
   python3-torch python3-torchvision python3-numpy python3-pytest
+  python3-pytest-xdist      # the Python tests run on every core (pytest -n)
   python3-pandas python3-openpyxl  # tests read the compare reports as users would
   python3-pil               # tests check the HTML reports' screenshots pixel by pixel
   python3-pip python3-venv python3-setuptools python3-wheel  # pip install . (setuptools backend) and its test in a venv

@@ -19,7 +19,7 @@ JOBS="$(nproc)"
 step() { echo "== sanitize: $*"; }
 
 step "clang ASan+UBSan build of the core, its tests and the fuzz targets"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
   -DOPDUMP_BUILD_TORCH=OFF -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined -DOPDUMP_BUILD_FUZZ=ON >/dev/null
 ninja -C build-fuzz
 (cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
@@ -42,7 +42,7 @@ for target in config npy bin csv opdebug pt msprobe h5; do
 done
 
 step "TSan build of the core tests and the PyTorch adapter"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUILD_BENCH=OFF \
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_BUILD_BENCH=OFF \
   -DOPDUMP_SANITIZE=thread >/dev/null
 ninja -C build-tsan opdump_tests opdump_torch_tests _opdump opdump_py
 # die_after_fork=0: the disk-full test forks a child that starts writer threads.
@@ -63,9 +63,10 @@ for mode in full statistic overflow; do
 done
 
 step "ASan+UBSan build of the PyTorch adapter, run under Python"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPDUMP_BUILD_TESTS=OFF \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_BUILD_TESTS=OFF \
   -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined >/dev/null
-ninja -C build-asan
+# What those tests run: the CLI, the adapter and the Python module (not the replay program or the demo).
+ninja -C build-asan opdump opdump_torch _opdump opdump_py
 # Python and libtorch are not instrumented: ASan is preloaded (with libstdc++, so that its
 # __cxa_throw interceptor finds the real one), leak checks are off (the
 # interpreter never frees everything), errors abort the process and fail the test.
@@ -73,6 +74,6 @@ LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libstdc++.
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
 OPDUMP_BUILD="$PWD/build-asan" PYTHONPATH="$PWD/build-asan/python" \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_adapter.py \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider -n "$JOBS" tests/python/test_torch_adapter.py \
   tests/python/test_debug_scenes.py tests/python/test_reliability.py
 step "done"

@@ -11,8 +11,10 @@ if [ "${OPDUMP_SKIP_TORCH2:-0}" != 1 ]; then
 fi
 (cd build && ctest --output-on-failure -j "$(nproc)")
 export PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}"
-# pytest exits 5 when it collected nothing: that is a failure here too.
-/usr/bin/python3 -m pytest -q tests/python
+# pytest exits 5 when it collected nothing: that is a failure here too. -n: one worker per core (most
+# tests wait on subprocesses that import torch and train); --dist loadfile: a file's tests on one
+# worker, and tests/python/conftest.py puts the two longest files first, so each starts on its own.
+/usr/bin/python3 -m pytest -q -n "$(nproc)" --dist loadfile tests/python
 if [ "${OPDUMP_SKIP_TORCH2:-0}" != 1 ]; then
   bash scripts/torch2.sh
 fi

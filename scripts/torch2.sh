@@ -37,7 +37,7 @@ mirror="${OPDUMP_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libre2-dev libprotobuf-dev
           protobuf-compiler libcli11-dev libfmt-dev libssl-dev libxxhash-dev libgtest-dev libgmock-dev
           libxlsxwriter-dev libminizip-dev libhdf5-dev python3-h5py hdf5-tools pybind11-dev libtorch-dev python3-torch python3-torchvision
-          python3-numpy python3-pytest python3-pandas python3-openpyxl python3-pip python3-venv python3-setuptools
+          python3-numpy python3-pytest python3-pytest-xdist python3-pandas python3-openpyxl python3-pip python3-venv python3-setuptools
           python3-wheel)
 stamp="$root/.opdump-packages"
 
@@ -87,5 +87,5 @@ in_chroot '
 # chroot; run here it would repeat every scenario on 2.x alone). Together they took over 20 minutes.
 in_chroot '
   (cd build-torch2 && ctest --output-on-failure -j "$(nproc)")
-  OPDUMP_BUILD=/opdump/build-torch2 PYTHONPATH=/opdump/build-torch2/python python3 -m pytest -q -p no:cacheprovider \
+  OPDUMP_BUILD=/opdump/build-torch2 PYTHONPATH=/opdump/build-torch2/python python3 -m pytest -q -p no:cacheprovider -n "$(nproc)" \
     --deselect tests/python/test_pip_install.py --deselect tests/python/test_localize.py tests/python'

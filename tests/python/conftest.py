@@ -8,6 +8,15 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("OPDUMP_BUILD", ROOT / "build"))
 
+# Tests that take minutes each: collected first, so that with pytest -n --dist loadfile
+# (scripts/test.sh) each starts on a worker of its own at once and the short ones fill in around them.
+LONG_FIRST = ("test_localize.py", "test_pip_install.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))  # stable: the rest keep their order
+
 
 @pytest.fixture(scope="session")
 def opdump_bin():
