@@ -55,7 +55,7 @@ std::shared_ptr<HeapBuffer> copy_of(const Matrix& m) {
 }
 
 DumpTensor as_dump(const std::shared_ptr<HeapBuffer>& b, Shape shape) {
-  return DumpTensor{TensorView{b->data(), DType::Float32, std::move(shape)}, b, nullptr};
+  return data_tensor(TensorView{b->data(), DType::Float32, std::move(shape)}, b);
 }
 
 Matrix matmul(const Matrix& a, const Matrix& b, int m, int k, int n) {

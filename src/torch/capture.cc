@@ -1,13 +1,18 @@
 // Tensors as the Dumper takes them: dtypes, host copies (pinned and asynchronous for device
-// tensors) and statistics computed on the tensor's own device.
+// tensors), and how each tensor of an op is captured (a copy, device or lazy host statistics).
 #include "capture.h"
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <thread>
+
+#include "device_reduce.h"
+#include "host_stats.h"
 
 namespace opdump::pt::detail {
 
@@ -113,7 +118,59 @@ DumpTensor dump_copy(const at::Tensor& t) {
   DType dtype;
   dtype_of(t.scalar_type(), &dtype);
   auto copy = host_copy(t.detach());
-  return DumpTensor{TensorView{copy->data(), dtype, Shape(t.sizes().begin(), t.sizes().end())}, copy, nullptr};
+  return data_tensor(TensorView{copy->data(), dtype, Shape(t.sizes().begin(), t.sizes().end())}, copy);
 }
+
+namespace {
+
+void capture_one(const at::Tensor& t, Dumper& dumper, StatsCache& cache, PendingWork& barrier,
+                 std::vector<DumpTensor>& out, uint64_t* stream_id,
+                 const std::vector<const c10::StorageImpl*>* written, std::optional<QuietAten>& quiet) {
+  if (std::string why = undumpable_reason(t); !why.empty()) {
+    out.push_back(placeholder_tensor(std::move(why), t.defined()));  // keeps slot numbers aligned with the op's tensors
+    return;
+  }
+  DType dtype;
+  dtype_of(t.scalar_type(), &dtype);
+  if (!t.device().is_cpu()) *stream_id = stream_of(t);
+  const DumpConfig& config = dumper.config();
+  DumpTensor d;
+  d.view = TensorView{nullptr, dtype, Shape(t.sizes().begin(), t.sizes().end())};
+  const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
+  // Only host statistics of a contiguous tensor run no ATen op (copies, detach, device reductions do).
+  if (!quiet && (on_device || config.dumps_tensors() || config.file_format == FileFormat::Bin || !t.is_contiguous()))
+    quiet.emplace();
+  if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
+    // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its
+    // outputs, and each op nested in it holds copies of its own.
+    auto copy = host_copy(t.detach(), &dumper.writer());
+    d.view.data = copy->data();
+    d.owner = copy;
+    if (config.dumps_statistics() && on_device) d.deferred_stats = device_stats(t.detach());
+  } else if (on_device) {
+    d.deferred_stats = device_stats(t.detach());
+  } else {
+    const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
+    std::shared_ptr<LazyStats> stats = cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier);
+    d.pending_bytes = stats->bytes();
+    d.deferred_stats = std::move(stats);
+  }
+  out.push_back(std::move(d));
+}
+
+}  // namespace
+
+void capture_tensors(const std::vector<at::Tensor>& tensors, Dumper& dumper, StatsCache& cache, PendingWork& barrier,
+                     std::vector<DumpTensor>& out, uint64_t* stream_id,
+                     const std::vector<const c10::StorageImpl*>* written, const std::vector<bool>* out_buffers) {
+  std::optional<QuietAten> quiet;  // made before the first ATen call
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
+      out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));
+    else
+      capture_one(tensors[i], dumper, cache, barrier, out, stream_id, written, quiet);
+  }
+}
+
 
 }  // namespace opdump::pt::detail

@@ -48,4 +48,21 @@ std::string undumpable_reason(const at::Tensor& t);
 DumpTensor dump_copy(const at::Tensor& t);
 // The stream an op ran on (0 on the CPU).
 uint64_t stream_of(const at::Tensor& t);
+
+class StatsCache;
+class PendingWork;
+// An op's tensors as the Dumper takes them, appended to `out` in slot order: a host copy when
+// tensors are dumped (or bin files written), statistics reduced on the device for device tensors,
+// otherwise host statistics of the tensor itself, without a copy, once per tensor version, on the
+// statistics thread (`cache`, `barrier`: host_stats.h) unless the op is about to modify it
+// (`written`: the storages it writes; those are summarized at once). `out_buffers`: per tensor,
+// whether it is an out= argument, which the op overwrites without reading: the one kind of memory
+// known to hold nothing the op uses, dumped as a placeholder. Every other tensor is dumped as it
+// is, whatever made it: storages filled by code no observer sees (torch.tensor's copy from Python
+// data, extensions writing data_ptr) hold real bytes. `stream_id`: raised to the tensors' stream.
+// Runs ATen calls: the caller keeps its own callbacks from observing them.
+void capture_tensors(const std::vector<at::Tensor>& tensors, Dumper& dumper, StatsCache& cache, PendingWork& barrier,
+                     std::vector<DumpTensor>& out, uint64_t* stream_id,
+                     const std::vector<const c10::StorageImpl*>* written = nullptr,
+                     const std::vector<bool>* out_buffers = nullptr);
 }  // namespace opdump::pt::detail

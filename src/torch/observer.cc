@@ -1,6 +1,7 @@
 // The PyTorch observer: at::RecordFunction callbacks -> the Dumper of the runtime it was
-// installed with (observer.h). Op identity and selection happen here; capture, kernel arguments,
-// written arguments, the statistics barrier and the debug scenes are in their own files.
+// installed with (observer.h). Op identity and selection happen here; the per-thread state, module
+// scopes, tensor capture, kernel arguments, written arguments, the statistics barrier and the debug
+// scenes are in their own files.
 //
 // Naming (identity/op_names.h; identical across runs, devices at api level, threads and
 // unrelated ops):
@@ -12,109 +13,31 @@
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <optional>
-#include <unordered_map>
 
 #include "observer.h"
 
 #include "capture.h"
 #include "scene_capture.h"
-#include "device_reduce.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
 #include "kernel_args.h"
+#include "module_scope.h"
 #include "opdump/error.h"
 #include "util/log.h"
 #include "runtime/op_report.h"
 #include "runtime/runtime.h"
 #include "select/op_kinds.h"
 #include "tensor_ids.h"
+#include "thread_state.h"
 #include "written_args.h"
 
 namespace opdump::pt::detail {
 namespace {
-
-// ---- per-thread and per-iteration state ------------------------------------------------------
-
-struct OpCtx;
-
-struct NodeFrame {
-  std::string prefix;  // "Gradients/{forward op}/{Node}"
-  std::string model;
-  uint64_t model_id = 0;
-  identity::CallIndex calls;  // the node's ops by type
-  int base_depth = 0;
-};
-
-struct ThreadState {
-  uint64_t iteration = UINT64_MAX;
-  identity::CallIndex calls;  // forward api ops by (scope, type)
-  int depth = 0;
-  int engine = 0;  // open autograd::engine::evaluate_function records: gradient hooks run there
-  bool busy = false;
-  std::vector<NodeFrame> nodes;
-  std::vector<OpCtx*> open;
-  StatsCache cache;
-  WrittenArgs written_args;
-};
-
-ThreadState& state() {
-  thread_local ThreadState s;
-  return s;
-}
-
-// While opdump itself runs ATen code or tensor destructors on a thread, the callbacks ignore
-// that thread's ops; the flag clears however the scope is left.
-class Busy {
- public:
-  explicit Busy(ThreadState& ts) : ts_(ts) { ts_.busy = true; }
-  ~Busy() { ts_.busy = false; }
-  Busy(const Busy&) = delete;
-  Busy& operator=(const Busy&) = delete;
-
- private:
-  ThreadState& ts_;
-};
-
-struct OpCtx final : at::ObserverContext {
-  bool node = false;       // an autograd node frame, not an op
-  bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
-  bool selected = false;   // dump this op
-  bool dump_outputs = false;  // ...and its outputs
-  bool had_child = false;
-  int depth = 0;
-  OpCtx* top = nullptr;       // the api op (or node op) this op runs inside; itself at the top
-  identity::CallIndex calls;  // ops below this top op, by type
-  std::string name;
-  at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
-  std::vector<DumpTensor> inputs;
-  std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
-  std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
-  bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
-  bool executed = false;    // an op of the configured level: listed in the execution order
-  std::vector<uint64_t> input_ids;
-  std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name
-  int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
-  uint64_t thread_id = 0;
-  std::string short_name;  // forward api ops: the name as backward names embed it
-  std::string model;
-  uint64_t model_id = 0;
-  bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
-  SceneOp scene;
-  OpReport report;  // the dump this op reports to, from its start to its end
-};
-
-struct ForwardOp {
-  std::string short_name;  // the name as backward names embed it ("Default/net/layer1/0/conv1-Conv2d/conv2d-op0")
-  std::string model;
-  uint64_t model_id;
-};
 
 class Observer final : public RuntimeListener {
  public:
@@ -283,7 +206,7 @@ class Observer final : public RuntimeListener {
     if (top) {
       ctx->top = ctx.get();
       if (ts.nodes.empty()) {
-        auto [scope, short_scope] = scope_path();
+        auto [scope, short_scope] = module_scope_path();
         if (ts.engine > 0) {  // gradient hooks and accumulation: backward, outside any node
           scope = "Gradients/" + scope;
           short_scope = "Gradients/" + short_scope;
@@ -344,8 +267,9 @@ class Observer final : public RuntimeListener {
     if (plan.inputs) {
       std::vector<bool> out_buffers;
       if (!ts.written_args.of(fn).out.empty()) out_buffers = ts.written_args.out_buffer_slots(fn);
-      capture_all(fn.inputs(), *dumper, ts, ctx->inputs, ctx->report.stream_id(), &ctx->written_storages,
-                  &out_buffers);
+      Busy busy(ts);
+      capture_tensors(tensors_of(fn.inputs()), *dumper, ts.cache, barrier_, ctx->inputs, ctx->report.stream_id(),
+                      &ctx->written_storages, &out_buffers);
     }
     if (plan.kernel_args) ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
@@ -399,7 +323,10 @@ class Observer final : public RuntimeListener {
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
-    if (ctx->dump_outputs) capture_all(fn.outputs(), dumper, ts, outputs, report.stream_id());
+    if (ctx->dump_outputs) {
+      Busy busy(ts);
+      capture_tensors(tensors_of(fn.outputs()), dumper, ts.cache, barrier_, outputs, report.stream_id());
+    }
     report.dump(ctx->inputs, outputs);
   }
 
@@ -415,87 +342,6 @@ class Observer final : public RuntimeListener {
     DType dtype;
     if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) return;
     ts.cache.remember_filled(t, dtype, barrier);
-  }
-
-  // The module scope, extended by TorchScript's module hierarchy when a scripted model runs; and
-  // the form backward names embed: containers by attribute alone, the op's own module with its
-  // class ("Default/net/layer1/0/conv1-Conv2d"), so that filters on a module's name still select
-  // its backward ops while deep models stay under the file-name limit.
-  static std::pair<std::string, std::string> scope_path() {
-    std::string path = scopes::path(), brief = scopes::short_path();
-    std::string last = scopes::depth() ? path.substr(path.rfind('/') + 1) : std::string();
-    size_t last_short = scopes::depth() ? brief.size() - brief.rfind('/') - 1 : 0;
-    auto hierarchy = torch::jit::currentModuleHierarchy();
-    // Entries look like "conv(Conv2d)::forward"; "SELF(...)" is a method of the same module.
-    for (size_t i = 1; i < hierarchy.size(); ++i) {  // [0] is the top module: already the model scope
-      std::string e = hierarchy[i];
-      if (const size_t method = e.find("::"); method != std::string::npos) e.resize(method);
-      if (e.rfind("SELF(", 0) == 0) continue;
-      auto [element, short_element] = identity::script_scope_element(e);
-      path += "/" + element;
-      brief += "/" + short_element;
-      last = std::move(element);
-      last_short = short_element.size();
-    }
-    if (!last.empty()) brief = brief.substr(0, brief.size() - last_short) + last;
-    return {std::move(path), std::move(brief)};
-  }
-
-  // `written`: storages the op is about to modify (statistics of what reads them are computed at once).
-  // `out_buffers`: per tensor, whether it is an out= argument, which the op overwrites without
-  // reading: the one kind of memory known to hold nothing the op uses. Every other tensor is
-  // dumped as it is, whatever made it: storages filled by code no observer sees (torch.tensor's
-  // copy from Python data, extensions writing data_ptr) hold real bytes.
-  template <typename Values>
-  void capture_all(const Values& values, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-                   uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written = nullptr,
-                   const std::vector<bool>* out_buffers = nullptr) {
-    Busy busy(ts);
-    std::optional<QuietAten> quiet;  // made before the first ATen call
-    const std::vector<at::Tensor> tensors = tensors_of(values);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
-        out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));
-      else
-        capture(tensors[i], dumper, ts, out, stream_id, written, quiet);
-    }
-  }
-
-  void capture(const at::Tensor& t, Dumper& dumper, ThreadState& ts, std::vector<DumpTensor>& out,
-               uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written,
-               std::optional<QuietAten>& quiet) {
-    if (std::string why = undumpable_reason(t); !why.empty()) {
-      out.push_back(placeholder_tensor(std::move(why), t.defined()));  // keeps slot numbers aligned with the op's tensors
-      return;
-    }
-    DType dtype;
-    dtype_of(t.scalar_type(), &dtype);
-    if (!t.device().is_cpu()) *stream_id = stream_of(t);
-    const DumpConfig& config = dumper.config();
-    DumpTensor d;
-    d.view = TensorView{nullptr, dtype, Shape(t.sizes().begin(), t.sizes().end())};
-    const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
-    // Only host statistics of a contiguous tensor run no ATen op (copies, detach, device reductions do).
-    if (!quiet && (on_device || config.dumps_tensors() || config.file_format == FileFormat::Bin || !t.is_contiguous()))
-      quiet.emplace();
-    if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
-      // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its
-      // outputs, and each op nested in it holds copies of its own.
-      auto copy = host_copy(t.detach(), &dumper.writer());
-      d.view.data = copy->data();
-      d.owner = copy;
-      if (config.dumps_statistics() && on_device) d.deferred_stats = device_stats(t.detach());
-    } else if (on_device) {
-      d.deferred_stats = device_stats(t.detach());
-    } else {
-      // Host statistics from the tensor itself (no copy), once per tensor version, on the
-      // statistics thread unless this op is about to modify what the tensor reads (host_stats.h).
-      const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
-      std::shared_ptr<LazyStats> stats = ts.cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier_);
-      d.pending_bytes = stats->bytes();
-      d.deferred_stats = std::move(stats);
-    }
-    out.push_back(std::move(d));
   }
 
   // Statistics still pending are computed now (dumping stops, or draining took too long):

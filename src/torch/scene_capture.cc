@@ -5,7 +5,8 @@
 //    check fires. Inputs an op writes in place are copied before it runs.
 //  - exception: an op whose end callback runs while an exception unwinds the stack failed; its
 //    inputs (and any outputs) are dumped and the exception goes on unchanged.
-//  - watcher: outputs of watched ops are copied when produced and compared after layer ops.
+//  - watcher: outputs of watched ops are copied when produced and compared after layer ops
+//    (watcher_scene.h).
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Backtrace.h>
 
@@ -23,6 +24,7 @@
 #include "kernel_args.h"
 #include "host_stats.h"
 #include "runtime/runtime.h"
+#include "watcher_scene.h"
 
 namespace opdump::pt::detail {
 namespace {
@@ -271,86 +273,6 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
     dumper.dump_overflow(record, std::move(event), ins, outs);
   }
 }
-
-// ---- watcher ----------------------------------------------------------------------------------
-
-struct Watched {
-  OpRecord record;
-  uint32_t slot = 0;
-  at::Tensor live;      // the output itself
-  at::Tensor snapshot;  // its value when produced (or when last seen changed), on the host
-};
-
-at::Tensor host_snapshot(const at::Tensor& t) {
-  at::Tensor copy = at::empty(t.sizes(), t.options().device(at::kCPU).memory_format(at::MemoryFormat::Contiguous));
-  copy.copy_(t);
-  return copy;
-}
-
-TensorView view_of(const at::Tensor& host) {
-  DType dtype = DType::Float32;
-  dtype_of(host.scalar_type(), &dtype);
-  return TensorView{host.numel() ? host.data_ptr() : nullptr, dtype, Shape(host.sizes().begin(), host.sizes().end())};
-}
-
-class WatcherScene {
- public:
-  // A watched op produced its outputs: remember them (a later run of the same op replaces them).
-  void watch(const OpRecord& record, const std::vector<at::Tensor>& outputs) {
-    std::vector<Watched> entries;
-    DType dtype;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const at::Tensor& t = outputs[i];
-      if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype)) continue;
-      entries.push_back(Watched{record, static_cast<uint32_t>(i), t, host_snapshot(t)});
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    watched_.erase(std::remove_if(watched_.begin(), watched_.end(),
-                                  [&](const Watched& w) { return w.record.id.op_name == record.id.op_name; }),
-                   watched_.end());
-    for (Watched& w : entries) watched_.push_back(std::move(w));
-  }
-
-  // A layer op ran: compare every watched output with its snapshot.
-  void check_after(Dumper& dumper, const OpRecord& layer) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool layers_named = has_layers(dumper);
-    std::vector<std::pair<OpRecord, std::vector<DumpTensor>>> dumps;  // per watched op, outputs by slot
-    for (Watched& w : watched_) {
-      at::Tensor now = w.live.device().is_cpu() && w.live.is_contiguous() ? w.live : host_snapshot(w.live);
-      WatchResult r;
-      r.iteration = layer.iteration;
-      r.layer_op = layer.id;
-      r.watched_op = w.record.id;
-      r.slot = w.slot;
-      r.diff = diff_tensors(view_of(w.snapshot), view_of(now));
-      dumper.record_watch(r);
-      if (r.diff.changed) w.snapshot = host_snapshot(w.live);  // later changes are someone else's
-      if (!layers_named && !r.diff.changed) continue;  // checked after every op: dump changes only
-      // Entries of one op are adjacent (watch() adds them together).
-      if (dumps.empty() || dumps.back().first.id.op_name != w.record.id.op_name) dumps.push_back({w.record, {}});
-      auto& slots = dumps.back().second;
-      while (slots.size() < w.slot) slots.push_back(DumpTensor{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr});
-      slots.push_back(dump_copy(w.live));
-    }
-    for (auto& [record, outputs] : dumps) dumper.dump_watched(record, layer, outputs);
-  }
-
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    watched_.clear();
-  }
-
- private:
-  static bool has_layers(const Dumper& dumper) {
-    for (const auto& m : dumper.config().dump_list)
-      if (!m.layers.empty()) return true;
-    return false;
-  }
-
-  std::mutex mutex_;
-  std::vector<Watched> watched_;
-};
 
 // ---- exception dump ---------------------------------------------------------------------------
 

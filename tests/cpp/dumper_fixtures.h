@@ -21,7 +21,7 @@ inline ParseOptions no_env() {
 
 inline DumpTensor tensor_of(std::vector<float> values) {
   auto b = std::make_shared<HeapBuffer>(values.data(), values.size() * 4);
-  return DumpTensor{TensorView{b->data(), DType::Float32, {static_cast<int64_t>(values.size())}}, b, nullptr};
+  return data_tensor(TensorView{b->data(), DType::Float32, {static_cast<int64_t>(values.size())}}, b);
 }
 
 inline OpRecord op(const std::string& type, const std::string& name, uint64_t task, uint64_t iteration,

@@ -233,8 +233,8 @@ TEST(Sampling, TensorFilesHoldTheFirstSampleNumElements) {
     Dumper d(c);
     OpRecord r;
     r.id = OpIdentity{"Add", "Default/Add-op0", 0, 0, 1};
-    d.dump_op(r, {}, {DumpTensor{TensorView{buf->data(), DType::Float32, {2, 5}}, buf, nullptr},
-                      DumpTensor{TensorView{sbuf->data(), DType::Float32, {3}}, sbuf, nullptr}});
+    d.dump_op(r, {}, {data_tensor(TensorView{buf->data(), DType::Float32, {2, 5}}, buf),
+                      data_tensor(TensorView{sbuf->data(), DType::Float32, {3}}, sbuf)});
     ASSERT_TRUE(d.finalize().ok());
   }
   const std::string folder = dir / "rank_0/Net/0/0";

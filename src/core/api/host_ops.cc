@@ -49,7 +49,7 @@ std::vector<DumpTensor> copies_of(const std::vector<TensorView>& views) {
   for (TensorView view : views) {
     auto buffer = std::make_shared<HeapBuffer>(view.data, static_cast<size_t>(view.nbytes()));
     view.data = buffer->data();
-    out.push_back(DumpTensor{view, buffer, nullptr});
+    out.push_back(data_tensor(view, buffer));
   }
   return out;
 }

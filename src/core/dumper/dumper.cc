@@ -164,8 +164,15 @@ TensorView Dumper::file_view(const TensorView& v) const {
   return TensorView{v.data, v.dtype, Shape{static_cast<int64_t>(config_.sample_num)}};
 }
 
+DumpTensor data_tensor(TensorView view, std::shared_ptr<const Buffer> owner) {
+  DumpTensor t;
+  t.view = std::move(view);
+  t.owner = std::move(owner);
+  return t;
+}
+
 DumpTensor placeholder_tensor(std::string why, bool data_lost) {
-  DumpTensor t{TensorView{nullptr, DType::Float32, {0}}, nullptr, nullptr};
+  DumpTensor t = data_tensor(TensorView{nullptr, DType::Float32, {0}}, nullptr);
   t.placeholder = std::move(why);
   t.data_lost = data_lost;
   return t;

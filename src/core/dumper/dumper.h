@@ -71,6 +71,8 @@ struct DumpTensor {
   std::string placeholder;
   bool data_lost = false;  // the placeholder stands for data opdump could not dump (finalize warns)
 };
+// A slot with data: `view` into memory that `owner` keeps alive.
+DumpTensor data_tensor(TensorView view, std::shared_ptr<const Buffer> owner);
 // A slot without data, and why. `data_lost`: the tensor had values that are not in the dump.
 DumpTensor placeholder_tensor(std::string why, bool data_lost = false);
 

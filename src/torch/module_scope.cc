@@ -1,0 +1,31 @@
+// The module scope an op runs in: opdump's module scopes and TorchScript's module hierarchy.
+#include "module_scope.h"
+
+#include <torch/csrc/jit/runtime/interpreter.h>
+
+#include "identity/op_names.h"
+#include "opdump/scopes.h"
+
+namespace opdump::pt::detail {
+
+std::pair<std::string, std::string> module_scope_path() {
+  std::string path = scopes::path(), brief = scopes::short_path();
+  std::string last = scopes::depth() ? path.substr(path.rfind('/') + 1) : std::string();
+  size_t last_short = scopes::depth() ? brief.size() - brief.rfind('/') - 1 : 0;
+  auto hierarchy = torch::jit::currentModuleHierarchy();
+  // Entries look like "conv(Conv2d)::forward"; "SELF(...)" is a method of the same module.
+  for (size_t i = 1; i < hierarchy.size(); ++i) {  // [0] is the top module: already the model scope
+    std::string e = hierarchy[i];
+    if (const size_t method = e.find("::"); method != std::string::npos) e.resize(method);
+    if (e.rfind("SELF(", 0) == 0) continue;
+    auto [element, short_element] = identity::script_scope_element(e);
+    path += "/" + element;
+    brief += "/" + short_element;
+    last = std::move(element);
+    last_short = short_element.size();
+  }
+  if (!last.empty()) brief = brief.substr(0, brief.size() - last_short) + last;
+  return {std::move(path), std::move(brief)};
+}
+
+}  // namespace opdump::pt::detail

@@ -1,0 +1,93 @@
+// What the PyTorch observer keeps per thread (nesting, autograd node frames, the op counters of
+// the iteration, the statistics cache) and per op, from its start callback to its end callback.
+#pragma once
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dumper/dumper.h"
+#include "host_stats.h"
+#include "identity/op_names.h"
+#include "runtime/op_report.h"
+#include "scene_capture.h"
+#include "written_args.h"
+
+namespace opdump::pt::detail {
+
+struct OpCtx;
+
+struct NodeFrame {
+  std::string prefix;  // "Gradients/{forward op}/{Node}"
+  std::string model;
+  uint64_t model_id = 0;
+  identity::CallIndex calls;  // the node's ops by type
+  int base_depth = 0;
+};
+
+struct ThreadState {
+  uint64_t iteration = UINT64_MAX;
+  identity::CallIndex calls;  // forward api ops by (scope, type)
+  int depth = 0;
+  int engine = 0;  // open autograd::engine::evaluate_function records: gradient hooks run there
+  bool busy = false;
+  std::vector<NodeFrame> nodes;
+  std::vector<OpCtx*> open;
+  StatsCache cache;
+  WrittenArgs written_args;
+};
+
+// This thread's state.
+ThreadState& state();
+
+// While opdump itself runs ATen code or tensor destructors on a thread, the callbacks ignore
+// that thread's ops; the flag clears however the scope is left.
+class Busy {
+ public:
+  explicit Busy(ThreadState& ts) : ts_(ts) { ts_.busy = true; }
+  ~Busy() { ts_.busy = false; }
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+
+ private:
+  ThreadState& ts_;
+};
+
+struct OpCtx final : at::ObserverContext {
+  bool node = false;       // an autograd node frame, not an op
+  bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
+  bool selected = false;   // dump this op
+  bool dump_outputs = false;  // ...and its outputs
+  bool had_child = false;
+  int depth = 0;
+  OpCtx* top = nullptr;       // the api op (or node op) this op runs inside; itself at the top
+  identity::CallIndex calls;  // ops below this top op, by type
+  std::string name;
+  at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
+  std::vector<DumpTensor> inputs;
+  std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
+  std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
+  bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
+  bool executed = false;    // an op of the configured level: listed in the execution order
+  std::vector<uint64_t> input_ids;
+  std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name
+  int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
+  uint64_t thread_id = 0;
+  std::string short_name;  // forward api ops: the name as backward names embed it
+  std::string model;
+  uint64_t model_id = 0;
+  bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
+  SceneOp scene;
+  OpReport report;  // the dump this op reports to, from its start to its end
+};
+
+struct ForwardOp {
+  std::string short_name;  // the name as backward names embed it ("Default/net/layer1/0/conv1-Conv2d/conv2d-op0")
+  std::string model;
+  uint64_t model_id;
+};
+
+}  // namespace opdump::pt::detail
