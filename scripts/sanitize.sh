@@ -16,10 +16,11 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${OPDUMP_FUZZ_SECONDS:-10}"
 JOBS="$(nproc)"
 
-step() { echo "== sanitize: $*"; }
+step() { echo "== sanitize: $* ($(date +%T))"; }
+# Every build here is a unity build, as scripts/build.sh explains.
 
 step "clang ASan+UBSan build of the core, its tests and the fuzz targets"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
   -DOPDUMP_BUILD_TORCH=OFF -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined -DOPDUMP_BUILD_FUZZ=ON >/dev/null
 ninja -C build-fuzz
 (cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$JOBS")
@@ -42,7 +43,7 @@ for target in config npy bin csv opdebug pt msprobe h5; do
 done
 
 step "TSan build of the core tests and the PyTorch adapter"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_BUILD_BENCH=OFF \
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DOPDUMP_BUILD_BENCH=OFF \
   -DOPDUMP_SANITIZE=thread >/dev/null
 ninja -C build-tsan opdump_tests opdump_torch_tests _opdump opdump_py
 # die_after_fork=0: the disk-full test forks a child that starts writer threads.
@@ -63,7 +64,7 @@ for mode in full statistic overflow; do
 done
 
 step "ASan+UBSan build of the PyTorch adapter, run under Python"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_BUILD_TESTS=OFF \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DOPDUMP_BUILD_TESTS=OFF \
   -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_SANITIZE=address,undefined >/dev/null
 # What those tests run: the CLI, the adapter and the Python module (not the replay program or the demo).
 ninja -C build-asan opdump opdump_torch _opdump opdump_py

@@ -79,7 +79,7 @@ if [ "$mode" = --exec ]; then
 fi
 in_chroot '
   echo "torch2: $(python3 -c "import sys, torch; print(\"PyTorch\", torch.__version__, \"Python\", sys.version.split()[0])"), $(g++ --version | head -1)"
-  cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DOPDUMP_PYTHON=/usr/bin/python3 >/dev/null
+  cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DOPDUMP_PYTHON=/usr/bin/python3 >/dev/null
   ninja -C build-torch2 -j "$(nproc)" > /tmp/opdump-torch2-build.log || { tail -60 /tmp/opdump-torch2-build.log; exit 1; }'
 [ "$mode" = --build ] && exit 0
 # Two tests run on the host only: the pip route (a full build of its own, the same packaging on 2.x)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/compare.h"
 #include "layout/layout.h"
 #include "format/npy.h"
 #include "format/statistic_csv.h"
@@ -72,6 +73,11 @@ inline std::string write_dump(const std::string& root, uint32_t rank, int64_t it
         << (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors,Timestamp\n" : "") << order;
   }
   return run;
+}
+
+// Compares the target dump written under dir/t against the reference under dir/r.
+inline CompareResult compare_pair(const TempDir& dir, CompareOptions options = {}) {
+  return compare_dumps(dir / "t", dir / "r", options);
 }
 
 }  // namespace opdump::test

@@ -24,7 +24,6 @@ std::vector<OpSpec> chain(float conv_out = 2, float weight = 0.5f) {
   };
 }
 
-CompareResult compare(const test::TempDir& dir) { return compare_dumps(dir / "t", dir / "r", CompareOptions{}); }
 
 }  // namespace
 
@@ -32,7 +31,7 @@ TEST(CompareOrigin, AChangedComputationIsTheOriginNotWhatItFeeds) {
   test::TempDir dir;
   test::write_dump(dir / "r", 0, 0, chain());
   test::write_dump(dir / "t", 0, 0, chain(2.5f));  // conv's output differs, its inputs do not
-  CompareResult r = compare(dir);
+  CompareResult r = test::compare_pair(dir);
   const auto& f = r.first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.kind, FirstDivergence::Kind::Output);
@@ -49,7 +48,7 @@ TEST(CompareOrigin, AChangedParameterMakesItsOpTheOrigin) {
   test::TempDir dir;
   test::write_dump(dir / "r", 0, 0, chain());
   test::write_dump(dir / "t", 0, 0, chain(2.5f, 0.6f));  // the weight (no dumped op made it) differs
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.op.op_type, "conv2d");
   EXPECT_FALSE(f.inputs_agree);
@@ -65,7 +64,7 @@ TEST(CompareOrigin, OutputsOnlyStillFollowTheDataFlow) {
   later[2].outputs = {{19}};
   test::write_dump(dir / "r", 0, 0, chain(), outputs_only);
   test::write_dump(dir / "t", 0, 0, later, outputs_only);
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.op.op_type, "relu");
   EXPECT_TRUE(f.data_flow);
@@ -83,7 +82,7 @@ TEST(CompareOrigin, AnOpOnlyTheTargetRanIsNamedBetweenItsNeighbours) {
   tgt[3].outputs = {{13}};
   test::write_dump(dir / "r", 0, 0, ref);
   test::write_dump(dir / "t", 0, 0, tgt);
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.kind, FirstDivergence::Kind::ExtraOp);
   EXPECT_EQ(f.op.op_name, "Default/net-Net/mul-op0");
@@ -100,7 +99,7 @@ TEST(CompareOrigin, AnOpOnlyTheReferenceRanIsNamedAsMissing) {
   ref[3].outputs = {{13}};
   test::write_dump(dir / "r", 0, 0, ref);
   test::write_dump(dir / "t", 0, 0, chain());
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.kind, FirstDivergence::Kind::MissingOp);
   EXPECT_EQ(f.op.op_name, "Default/net-Net/mul-op0");
@@ -114,7 +113,7 @@ TEST(CompareOrigin, WithoutExecutionOrderTheDumpedInputsDecide) {
   no_order.execution_order = false;
   test::write_dump(dir / "r", 0, 0, chain(), no_order);
   test::write_dump(dir / "t", 0, 0, chain(2.5f), no_order);
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.op.op_type, "conv2d");
   EXPECT_FALSE(f.data_flow);
@@ -126,7 +125,7 @@ TEST(CompareOrigin, RanksArePairedWithTheirOwnRankOnly) {
     test::write_dump(dir / "r", rank, 0, chain());
     test::write_dump(dir / "t", rank, 0, rank == 1 ? chain(2.5f) : chain());  // the bug is on rank 1 only
   }
-  CompareResult r = compare(dir);
+  CompareResult r = test::compare_pair(dir);
   for (const CompareRow& row : r.rows) {
     ASSERT_TRUE(row.target && row.reference);
     EXPECT_EQ(row.target->rank(), row.reference->rank());
@@ -143,7 +142,7 @@ TEST(CompareOrigin, OneRankAgainstAnotherIsPairedWithANote) {
   test::TempDir dir;
   test::write_dump(dir / "r", 1, 0, chain());
   test::write_dump(dir / "t", 0, 0, chain());
-  CompareResult r = compare(dir);
+  CompareResult r = test::compare_pair(dir);
   EXPECT_EQ(r.unmatched, 0u);
   EXPECT_FALSE(r.first_divergence.found);
   ASSERT_FALSE(r.notes.empty());
@@ -157,7 +156,7 @@ TEST(CompareOrigin, StatisticsAgainstTensorsOfTheSameRunPass) {
   stats.statistics = true;
   test::write_dump(dir / "t", 0, 0, chain(), stats);
   test::write_dump(dir / "r", 0, 0, chain());
-  CompareResult r = compare(dir);
+  CompareResult r = test::compare_pair(dir);
   EXPECT_EQ(r.passed, r.rows.size());
   EXPECT_FALSE(r.first_divergence.found);
   for (const CompareRow& row : r.rows) EXPECT_TRUE(row.statistics_only && row.stat_compared[kStatL2Norm]);
@@ -170,13 +169,13 @@ TEST(CompareOrigin, AStatisticOneSideLacksIsNotComparedNeverZero) {
   const std::string head = "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,";
   test::write_text(dir / "t/rank_0/net/0/0/statistic.csv", head + "Max Value\nadd,Default/add-op0,0,0,1,output,0,4,float32,\"(1)\",7\n");
   test::write_text(dir / "r/rank_0/net/0/0/statistic.csv", head + "Min Value\nadd,Default/add-op0,0,0,1,output,0,4,float32,\"(1)\",1\n");
-  CompareResult r = compare(dir);
+  CompareResult r = test::compare_pair(dir);
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0].verdict, Verdict::NotCompared);
   EXPECT_NE(r.rows[0].reason.find("no statistic recorded on both sides"), std::string::npos);
   // a shape that differs is an error even for statistics
   test::write_text(dir / "r/rank_0/net/0/0/statistic.csv", head + "Max Value\nadd,Default/add-op0,0,0,1,output,0,8,float32,\"(2)\",7\n");
-  CompareResult s = compare(dir);
+  CompareResult s = test::compare_pair(dir);
   EXPECT_EQ(s.rows[0].verdict, Verdict::Error);
   EXPECT_NE(s.rows[0].reason.find("shape mismatch"), std::string::npos);
 }
@@ -258,7 +257,7 @@ TEST(CompareOrigin, InputsOnlyDumpsNameTheOpWhoseReadersSawItFail) {
                             "0,1,relu,Default/net-Net/relu-ReLU/relu-op0,net,2,3,1000001\n"
                             "0,2,linear,Default/net-Net/fc-Linear/linear-op0,net,3,4,1000002\n");
   }
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.op.op_type, "conv2d");
   EXPECT_TRUE(f.inputs_agree);
@@ -269,7 +268,7 @@ TEST(CompareOrigin, InputsOnlyDumpsNameTheOpWhoseReadersSawItFail) {
   test::TempDir weights;
   test::write_dump(weights / "r", 0, 0, inputs_only(chain()));
   test::write_dump(weights / "t", 0, 0, inputs_only(chain(2, 0.7f)));
-  const auto& g = compare(weights).first_divergence;
+  const auto& g = test::compare_pair(weights).first_divergence;
   ASSERT_TRUE(g.found);
   EXPECT_EQ(g.op.op_type, "conv2d");
   EXPECT_NE(g.cause.find("input 1 differs: no dumped op produced it"), std::string::npos) << g.cause;

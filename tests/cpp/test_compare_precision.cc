@@ -25,9 +25,6 @@ std::vector<OpSpec> chain(const std::vector<float>& conv, const std::vector<floa
   };
 }
 
-CompareResult compare(const test::TempDir& dir, CompareOptions options = {}) {
-  return compare_dumps(dir / "t", dir / "r", options);
-}
 
 }  // namespace
 
@@ -50,13 +47,16 @@ TEST(ComparePrecision, RowsWithinBfloat16RoundingNameNoDivergence) {
   test::TempDir dir;
   test::write_dump(dir / "r", 0, 0, chain(kRefConv, kRefConv, 12.3f));
   test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, kBf16Conv, 12.3125f));
-  const CompareResult r = compare(dir);
+  const CompareResult r = test::compare_pair(dir);
   EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
   EXPECT_GT(r.warnings, 0u);  // the verdicts stay: they differ
   EXPECT_EQ(r.within_precision, r.warnings + r.errors);
   EXPECT_EQ(r.precision.rfind("outputs agree to bfloat16 precision", 0), 0u) << r.precision;
-  for (const auto& row : r.rows)
-    if (row.within_precision) EXPECT_NE(row.reason.find("within bfloat16 precision"), std::string::npos) << row.reason;
+  for (const auto& row : r.rows) {
+    if (row.within_precision) {
+      EXPECT_NE(row.reason.find("within bfloat16 precision"), std::string::npos) << row.reason;
+    }
+  }
 }
 
 TEST(ComparePrecision, AnOpThatAddsErrorBeyondItsInputsIsNamedUnderBfloat16Noise) {
@@ -64,7 +64,7 @@ TEST(ComparePrecision, AnOpThatAddsErrorBeyondItsInputsIsNamedUnderBfloat16Noise
   const std::vector<float> wrong = {1.5f, 2.015625f, 3.03125f};  // relu's first value jumps
   test::write_dump(dir / "r", 0, 0, chain(kRefConv, kRefConv, 12.3f));
   test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, wrong, 12.8125f));
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.op.op_type, "relu");
   EXPECT_FALSE(f.inputs_agree);
@@ -77,7 +77,7 @@ TEST(ComparePrecision, ErrorThatGrowsWithinTwelveTimesItsInputsIsCarriedOn) {
   const std::vector<float> ref_relu = {1.01f, 2.02f, 3.03f}, grown = {1.03125f, 2.0625f, 3.0625f};
   test::write_dump(dir / "r", 0, 0, chain(kRefConv, ref_relu, 12.3f));
   test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, grown, 12.3125f));
-  const CompareResult r = compare(dir);
+  const CompareResult r = test::compare_pair(dir);
   EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
   EXPECT_EQ(r.precision.rfind("outputs agree to bfloat16 precision", 0), 0u) << r.precision;
 }
@@ -94,7 +94,7 @@ TEST(ComparePrecision, APrecisionLoweredAtOneOpOfATypeIsNamed) {
   };
   test::write_dump(dir / "r", 0, 0, ops(kRefConv));
   test::write_dump(dir / "t", 0, 0, ops(kBf16Conv));
-  const auto& f = compare(dir).first_divergence;
+  const auto& f = test::compare_pair(dir).first_divergence;
   ASSERT_TRUE(f.found);
   EXPECT_EQ(f.op.op_name, "Default/net-Net/conv2-Conv2d/conv2d-op0");
   EXPECT_NE(f.cause.find("it computes in bfloat16 here (the reference: float32) while other conv2d ops of this run "
@@ -119,7 +119,7 @@ TEST(ComparePrecision, TheCrossReplayDecidesForOpsWhoseInputsDiffer) {
       if (outputs.at(0)->op_type != "relu") return CrossCheck{};
       return CrossCheck{strays, "output.0 strays (test)"};
     };
-    const CompareResult r = compare(dir, options);
+    const CompareResult r = test::compare_pair(dir, options);
     EXPECT_EQ(asked.front(), "relu");  // conv's inputs agree: it is not re-run
     EXPECT_EQ(r.first_divergence.found, strays);
     if (strays) {
@@ -144,7 +144,7 @@ TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsBlamedOnlyWhenItsReaderAddsEr
     test::write_dump(dir / "r", 0, 0, ref);
     // linear: 2% off (beyond bf16 rounding, within what its inputs carry), or far off.
     test::write_dump(dir / "t", 0, 0, chain(kBf16Conv, kBf16Conv, adds ? 20.5f : 12.5625f));
-    const auto& f = compare(dir).first_divergence;
+    const auto& f = test::compare_pair(dir).first_divergence;
     EXPECT_EQ(f.found, adds) << f.cause;
     if (adds) {
       EXPECT_EQ(f.kind, FirstDivergence::Kind::MissingOp);
