@@ -17,15 +17,14 @@
 #include "format/npy.h"
 #include "format/ascend_bin.h"
 #include "format/placeholders_csv.h"
+#include "dumper/deferred_rows.h"
+#include "dumper/execution_log.h"
 #include "dumper/h5_dump.h"
 #include "writer/atomic_file.h"
 
 namespace opdump {
 namespace {
 
-// Rows go to the writer in batches: each batch wakes a writer thread, a futex system call and an
-// inter-processor interrupt on the training thread (64-row batches: 22 per resnet18 step, about 1 ms).
-constexpr size_t kRowBatch = 256;
 constexpr size_t kPlaceholderBatchBytes = 16384;
 
 void check_writable(const std::string& path) {
@@ -78,6 +77,8 @@ Dumper::Dumper(DumpConfig config, DumperOptions options)
   writer_ = std::make_unique<AsyncWriter>(
       WriterOptions{threads, config_.max_inflight_bytes, config_.direct_io ? PageCache::Bypass : PageCache::Use});
   statistics_ = std::make_unique<StatisticCsvWriter>(config_.stat_categories);
+  deferred_rows_ = std::make_unique<DeferredRows>(*writer_, *statistics_, stat_rows_);
+  execution_ = std::make_unique<ExecutionLog>(run_root_, *writer_, [this] { check_root(); });
   if (config_.file_format == FileFormat::H5) {
     make_dirs(std::filesystem::path(config_.h5_file).parent_path().string());
     h5_ = std::make_unique<H5Dump>(config_.h5_file, *writer_, config_.direct_io);
@@ -162,20 +163,6 @@ void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, 
 TensorView Dumper::file_view(const TensorView& v) const {
   if (!config_.sample || v.numel() <= config_.sample_num) return v;
   return TensorView{v.data, v.dtype, Shape{static_cast<int64_t>(config_.sample_num)}};
-}
-
-DumpTensor data_tensor(TensorView view, std::shared_ptr<const Buffer> owner) {
-  DumpTensor t;
-  t.view = std::move(view);
-  t.owner = std::move(owner);
-  return t;
-}
-
-DumpTensor placeholder_tensor(std::string why, bool data_lost) {
-  DumpTensor t = data_tensor(TensorView{nullptr, DType::Float32, {0}}, nullptr);
-  t.placeholder = std::move(why);
-  t.data_lost = data_lost;
-  return t;
 }
 
 void Dumper::record_placeholders(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
@@ -329,15 +316,13 @@ StatsOptions Dumper::stats_options() const {
 void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
                              const std::vector<DumpTensor>& tensors) {
   const StatsOptions so = stats_options();
-  std::shared_ptr<const RowOrigin> origin;  // shared by the call's batched rows
+  std::shared_ptr<const DeferredRows::Origin> origin;  // shared by the call's batched rows
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
     stat_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
     if (t.deferred_stats) {
-      if (!origin) origin = std::make_shared<const RowOrigin>(RowOrigin{folder, op.id});
-      std::lock_guard<std::mutex> lock(pending_mutex_);
-      pending_rows_.push_back(PendingRow{origin, io, static_cast<uint32_t>(slot), t});
-      if (pending_rows_.size() < kRowBatch) continue;
+      if (!origin) origin = std::make_shared<const DeferredRows::Origin>(DeferredRows::Origin{folder, op.id});
+      if (!deferred_rows_->add(origin, io, static_cast<uint32_t>(slot), t)) continue;
     } else {
       writer_->run(uncharged_bytes(t), [this, folder, row = statistic_row(op.id, io, slot, t.view), t, so]() mutable {
         if (t.owner) t.owner->wait_ready();
@@ -353,147 +338,21 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
 
 void Dumper::flush_pending_rows() {
   flush_placeholders();
-  auto batch = std::make_shared<std::vector<PendingRow>>();
-  std::vector<std::shared_ptr<std::vector<PendingRow>>> written;  // freed here, on leaving
-  {
-    std::lock_guard<std::mutex> lock(pending_mutex_);
-    written.swap(written_rows_);
-    if (pending_rows_.empty()) return;
-    batch->swap(pending_rows_);
-    pending_rows_.reserve(kRowBatch);
-  }
-  uint64_t bytes = 0;
-  for (const auto& p : *batch) bytes += 64 + p.tensor.pending_bytes;
-  writer_->run(bytes, [this, batch]() mutable {
-    // Rows of one folder go out in one write(), in the order they were dumped.
-    const std::string* folder = nullptr;
-    std::vector<StatisticRow> rows;
-    auto flush = [&] {
-      if (rows.empty()) return;
-      statistics_->append_rows(*folder, rows);
-      stat_rows_.fetch_add(rows.size(), std::memory_order_relaxed);
-      rows.clear();
-    };
-    for (auto& p : *batch) {
-      if (!folder || p.origin->folder != *folder) {
-        flush();
-        folder = &p.origin->folder;
-      }
-      if (p.tensor.owner) p.tensor.owner->wait_ready();
-      rows.push_back(statistic_row(p.origin->op, p.io, p.slot, p.tensor.view));
-      rows.back().stats = p.tensor.deferred_stats->get();
-    }
-    flush();
-    std::lock_guard<std::mutex> lock(pending_mutex_);
-    written_rows_.push_back(std::move(batch));
-  });
+  deferred_rows_->flush();
 }
 
-namespace {
-
-// Tensor ids in slot order; "-" for a slot without a tensor.
-void append_ids(std::string& out, const std::vector<uint64_t>& ids) {
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) out += ' ';
-    if (ids[i]) fmt::format_to(std::back_inserter(out), "{}", ids[i]);
-    else out += '-';
-  }
-}
-
-}  // namespace
-
-bool Dumper::wants_source(uint64_t graph) {
-  std::lock_guard<std::mutex> lock(exec_mutex_);
-  return !graphs_done_.count(graph);
-}
+bool Dumper::wants_source(uint64_t graph) { return execution_->wants_source(graph); }
 
 void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
                               const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
   if (closed_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(exec_mutex_);
-  for (const auto& [id, name] : named) tensor_names_ += std::to_string(id) + "," + csv_escape(name) + "\n";
-  if (op.iteration != exec_iteration_) {
-    flush_execution_locked();
-    exec_iteration_ = op.iteration;
-  }
-  // Appended in place: a row of temporaries is a dozen allocations per op on the training thread.
-  std::string& rows = exec_rows_[op.model_id];
-  fmt::format_to(std::back_inserter(rows), "{},{},{},{},{},", op.iteration, op.id.task_id, csv_escape(op.id.op_type),
-                 csv_escape(op.id.op_name), csv_escape(op.model_name));
-  append_ids(rows, input_ids);
-  rows += ',';
-  append_ids(rows, output_ids);
-  fmt::format_to(std::back_inserter(rows), ",{}\n", op.id.timestamp);
-  if (!graphs_done_.count(op.model_id)) {
-    std::string outs, ins;
-    for (uint64_t id : output_ids) outs += (outs.empty() ? "" : ", ") + (id ? "%" + std::to_string(id) : std::string("-"));
-    for (uint64_t id : input_ids) ins += (ins.empty() ? "" : ", ") + (id ? "%" + std::to_string(id) : std::string("-"));
-    graph_text_[op.model_id] += (outs.empty() ? "()" : outs) + " = " + op.id.op_type + "(" + ins + ")\n" +
-                                "    : (" + op.id.op_name + ")  task " + std::to_string(op.id.task_id) + "\n" +
-                                (source.empty() ? "" : "    # In file " + source + "\n");
-  }
+  execution_->record(op, input_ids, output_ids, source, named);
 }
 
 void Dumper::check_root() {
   if (::access(run_root_.c_str(), F_OK) != 0 && !root_lost_reported_.exchange(true))
     writer_->record_problem("the dump folder " + run_root_ +
                             " was deleted while dumping; it is created again, files written before are gone");
-}
-
-void Dumper::flush_execution_locked() {
-  if (exec_rows_.empty()) return;
-  check_root();  // before the writer creates folders below it again
-  for (const auto& [graph, text] : graph_text_) graphs_done_.insert(graph);
-  {
-    std::lock_guard<std::mutex> lock(exec_queue_mutex_);
-    exec_batches_.push_back(ExecutionBatch{std::move(exec_rows_), std::move(graph_text_), std::move(tensor_names_),
-                                           exec_iteration_});
-  }
-  exec_rows_.clear();
-  graph_text_.clear();
-  tensor_names_.clear();
-  // Tasks of consecutive iterations may run on different writer threads at once: each writes every batch
-  // queued so far, in order, so that the files list iterations in the order they ran.
-  writer_->run(1024, [this] { write_execution_batches(); });
-}
-
-void Dumper::write_execution_batches() {
-  std::lock_guard<std::mutex> files(exec_files_mutex_);
-  while (true) {
-    ExecutionBatch batch;
-    {
-      std::lock_guard<std::mutex> lock(exec_queue_mutex_);
-      if (exec_batches_.empty()) return;
-      batch = std::move(exec_batches_.front());
-      exec_batches_.pop_front();
-    }
-    write_execution_batch(batch);
-  }
-}
-
-void Dumper::write_execution_batch(const ExecutionBatch& batch) {
-  const std::string order_dir = join_path(run_root_, "execution_order");
-  const std::string graph_dir = join_path(run_root_, "graphs");
-  make_dirs(order_dir);
-  if (!batch.names.empty()) {
-    const std::string path = order_dir + "/tensor_names.csv";
-    const bool fresh = ::access(path.c_str(), F_OK) != 0;
-    append_to_file(path, (fresh ? "Tensor,Name\n" : "") + batch.names);
-  }
-  for (const auto& [graph, text] : batch.rows) {
-    const std::string g = std::to_string(graph);
-    const std::string path = order_dir + "/ms_execution_order_graph_" + g + ".csv";
-    const bool fresh = ::access(path.c_str(), F_OK) != 0;
-    append_to_file(path, (fresh ? "Iteration,Task ID,Op Type,Op Name,Model,Input Tensors,Output Tensors,Timestamp\n" : "") + text);
-    append_to_file(order_dir + "/ms_global_execution_order_graph_" + g + ".csv", std::to_string(batch.iteration) + "\n");
-  }
-  if (!batch.graphs.empty()) make_dirs(graph_dir);
-  for (const auto& [graph, text] : batch.graphs) {
-    const std::string path = graph_dir + "/ms_output_trace_code_graph_" + std::to_string(graph) + ".ir";
-    const std::string body = "# ops of graph " + std::to_string(graph) + " in execution order (iteration " +
-                             std::to_string(batch.iteration) + "): %outputs = op(%inputs) : (full name)\n" + text;
-    write_file_atomic(path, body.data(), body.size(), nullptr, 0);
-  }
 }
 
 void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
@@ -581,10 +440,7 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   if (closed_.load(std::memory_order_acquire)) return final_report_;
   stop_ops();
   flush_pending_rows();
-  {
-    std::lock_guard<std::mutex> lock(exec_mutex_);
-    flush_execution_locked();
-  }
+  execution_->flush();
   finalize_scenes();
   writer_->drain();
   statistics_->close_all();

@@ -4,7 +4,6 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -19,6 +18,8 @@
 
 #include "config/config.h"
 #include "debug_scenes/debug_scenes.h"
+#include "dumper/dump_tensor.h"
+#include "dumper/op_record.h"
 #include "select/kernel_filter.h"
 #include "layout/layout.h"
 #include "format/statistic_csv.h"
@@ -26,6 +27,8 @@
 
 namespace opdump {
 
+class DeferredRows;
+class ExecutionLog;
 class H5Dump;
 
 struct DumperOptions {
@@ -33,48 +36,6 @@ struct DumperOptions {
   uint32_t device_id = 0;  // Ascend layout {device_id}; support_device filter
   int64_t start_time = 0;  // unix seconds for the {time} folder; 0 = now
 };
-
-// One operator execution as the adapter saw it.
-struct OpRecord {
-  OpIdentity id;
-  std::string model_name;  // empty: run outside any registered model
-  uint64_t model_id = 0;   // Ascend {model_id}; MindSpore {graph_id}
-  uint64_t iteration = 0;  // Ascend {data_index}; MindSpore {iteration}
-  uint64_t sequence = 0;   // .h5 dumps: the op's number among every op the dump saw, from 1 (its seqid); else 0
-  // An .h5 dump's ops: the arguments JSON (save_kernel_args), which names the datasets and is kept
-  // in the op's group ("" otherwise: the arguments go to a file of their own).
-  std::string arguments;
-};
-
-// Statistics an adapter computes itself (on the device, later on another thread, once for a tensor
-// seen again). An interface rather than a std::function: the adapter's lazy statistics are one
-// allocation per tensor, not two.
-class DeferredStats {
- public:
-  virtual ~DeferredStats() = default;
-  virtual TensorStats get() = 0;
-};
-
-// A tensor handed to the Dumper: contiguous bytes described by `view`, kept alive by `owner`.
-// An adapter that computes the statistics itself sets `deferred_stats`; they are asked for on a
-// writer thread after owner->wait_ready(), and view.data may then be null (no tensor file is
-// written for such a tensor).
-struct DumpTensor {
-  TensorView view;
-  std::shared_ptr<const Buffer> owner;
-  std::shared_ptr<DeferredStats> deferred_stats;
-  uint64_t pending_bytes = 0;  // memory `deferred_stats` holds until it runs (for the in-flight cap)
-  // Non-empty: this slot holds no data, and why (an undefined tensor, an out= buffer the op does
-  // not read, a layout or dtype with no dump format). Written as an empty float32 tensor of shape
-  // (0,), which keeps slot numbers aligned, and listed with its reason in the folder's
-  // placeholders.csv so that readers tell it from a real empty tensor.
-  std::string placeholder;
-  bool data_lost = false;  // the placeholder stands for data opdump could not dump (finalize warns)
-};
-// A slot with data: `view` into memory that `owner` keeps alive.
-DumpTensor data_tensor(TensorView view, std::shared_ptr<const Buffer> owner);
-// A slot without data, and why. `data_lost`: the tensor had values that are not in the dump.
-DumpTensor placeholder_tensor(std::string why, bool data_lost = false);
 
 class Dumper {
  public:
@@ -106,9 +67,8 @@ class Dumper {
 
   // the MindSpore Dump guide's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
   void write_kernel_args(const OpRecord& op, std::string json);
-  // Lists an executed op (dumped or not) in execution_order/ms_execution_order_graph_{graph}.csv
-  // and, for the first dumped iteration of each graph, in graphs/ms_output_trace_code_graph_{graph}.ir,
-  // with the ids of its input and output tensors (the MindSpore Dump guide's auxiliary files).
+  // Lists an executed op (dumped or not) in the execution-order files (execution_log.h), with the
+  // ids of its input and output tensors.
   // `source`: where the op was called from ("file.py:line"), when known.
   // `named`: ids of tensors the adapter knows a name for (parameters), listed once in
   // execution_order/tensor_names.csv.
@@ -200,50 +160,13 @@ class Dumper {
   void record_placeholders(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
                            const std::vector<DumpTensor>& outputs);
 
-  // Statistics rows whose values the adapter already computed are batched: one writer task
-  // and one write() per batch instead of one per tensor.
-  // (Rows are made on the writer thread: what a training thread allocates per row is what it
-  // pays for twice, in malloc and in the frees that do not come back to its cache.)
-  struct RowOrigin {
-    std::string folder;
-    OpIdentity op;
-  };
-  struct PendingRow {
-    std::shared_ptr<const RowOrigin> origin;  // one per op and side
-    IoKind io;
-    uint32_t slot;
-    DumpTensor tensor;
-  };
-  // One iteration's execution-order rows, graphs and tensor names, to append to their files.
-  struct ExecutionBatch {
-    std::map<uint64_t, std::string> rows, graphs;
-    std::string names;
-    uint64_t iteration = 0;
-  };
-  void flush_execution_locked();
-  // Appends the queued batches in the order they were queued, whichever writer thread runs it.
-  void write_execution_batches();
-  void write_execution_batch(const ExecutionBatch& batch);
   // Reports (once) that the run's folder was deleted while dumping.
   void check_root();
 
   DumpConfig config_;
   DumperOptions options_;
-  std::mutex exec_mutex_;
-  uint64_t exec_iteration_ = UINT64_MAX;
-  std::map<uint64_t, std::string> exec_rows_;   // graph -> csv rows of the current iteration
-  std::map<uint64_t, std::string> graph_text_;  // graph -> .ir text of its first iteration
-  std::string tensor_names_;                    // rows of execution_order/tensor_names.csv not yet written
-  std::set<uint64_t> graphs_done_;
-  std::mutex exec_queue_mutex_;                // guards exec_batches_
-  std::deque<ExecutionBatch> exec_batches_;    // flushed, not yet written
-  std::mutex exec_files_mutex_;                // one writer thread at a time appends to those files
-  std::mutex pending_mutex_;
-  std::vector<PendingRow> pending_rows_;
-  // Batches the writer is done with, freed by the thread that made them (the next flush): memory
-  // a training thread allocates and a writer thread frees never comes back to the training thread's
-  // cache, and glibc's slow path took a third of a tiny-op model's dumped step.
-  std::vector<std::shared_ptr<std::vector<PendingRow>>> written_rows_;
+  std::unique_ptr<ExecutionLog> execution_;  // declared before writer_: outlives the writer's threads
+  std::unique_ptr<DeferredRows> deferred_rows_;  // before writer_, like execution_
   std::mutex placeholders_mutex_;
   std::set<std::string> placeholder_files_;  // folders whose placeholders.csv has its header
   // Rows not yet written, by folder, in the order they came (one writer task per batch: a task per

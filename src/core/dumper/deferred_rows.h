@@ -1,0 +1,53 @@
+// Statistics rows whose values the adapter computes itself (DumpTensor::deferred_stats), batched:
+// one writer task and one write() per batch instead of one per tensor. The rows themselves are made
+// on the writer thread: what a training thread allocates per row it pays for twice, in malloc and in
+// the frees that do not come back to its cache.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dumper/dump_tensor.h"
+#include "format/statistic_csv.h"
+#include "layout/layout.h"
+#include "writer/async_writer.h"
+
+namespace opdump {
+
+class DeferredRows {
+ public:
+  struct Origin {  // one per op and side, shared by its rows
+    std::string folder;
+    OpIdentity op;
+  };
+  // `rows_written` counts the rows appended to the statistic.csv files.
+  DeferredRows(AsyncWriter& writer, StatisticCsvWriter& csv, std::atomic<uint64_t>& rows_written);
+
+  // Queues one row; true when the batch is full and should be flushed.
+  bool add(std::shared_ptr<const Origin> origin, IoKind io, uint32_t slot, const DumpTensor& tensor);
+  // Hands the queued rows to the writer (a full batch, the end of a dumped iteration, finalize):
+  // their statistics are computed there while training goes on.
+  void flush();
+
+ private:
+  struct Row {
+    std::shared_ptr<const Origin> origin;
+    IoKind io;
+    uint32_t slot;
+    DumpTensor tensor;
+  };
+  AsyncWriter& writer_;
+  StatisticCsvWriter& csv_;
+  std::atomic<uint64_t>& rows_written_;
+  std::mutex mutex_;
+  std::vector<Row> pending_;
+  // Batches the writer is done with, freed by the thread that made them (the next flush): memory
+  // a training thread allocates and a writer thread frees never comes back to the training thread's
+  // cache, and glibc's slow path took a third of a tiny-op model's dumped step.
+  std::vector<std::shared_ptr<std::vector<Row>>> written_;
+};
+
+}  // namespace opdump
