@@ -61,6 +61,11 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
 // its step time.
 constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
 
+}  // namespace
+
+// Not in the anonymous namespace: DebugScenes::State holds them (a unity build, where this file is
+// included, warns about such members, -Wsubobject-linkage).
+
 // The checks of host tensors as they are now: an op's output is checked once it is produced (on
 // the background thread), and the next op writing it in place reads the result here instead of
 // scanning it again (the write barrier finished that check before the op started).
@@ -102,10 +107,11 @@ class KnownChecks {
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
 };
 
-
+namespace {
 void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
-                     const std::vector<std::pair<size_t, OverflowCheck>>& prechecked);
+                     const std::vector<std::pair<size_t, OverflowCheck>>& prechecked);  // below
+}  // namespace
 
 // The overflow check of an op whose outputs are on the host, done on the background thread (or
 // by the write barrier, before anything writes what it holds): the op's inputs and outputs stay
@@ -242,6 +248,8 @@ class OverflowScene {
   std::deque<PendingCheck> pending_;
   std::deque<std::shared_ptr<LazyCheck>> host_;  // owned here until done
 };
+
+namespace {
 
 void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,

@@ -306,9 +306,11 @@ TEST(Stats, ConstantStatsEqualAPassOverTheFilledTensor) {
       EXPECT_DOUBLE_EQ(fast.avg(), static_cast<double>(value));
       EXPECT_NEAR(fast.l2norm(), full.l2norm(), 1e-6 * full.l2norm());
     }
-    for (StatCategory c : all_stat_categories())
-      if (c != StatCategory::Md5 && c != StatCategory::XxHash && c != StatCategory::Avg && c != StatCategory::L2Norm)
+    for (StatCategory c : all_stat_categories()) {
+      if (c != StatCategory::Md5 && c != StatCategory::XxHash && c != StatCategory::Avg && c != StatCategory::L2Norm) {
         EXPECT_EQ(fast.cell(c, DType::Float32), full.cell(c, DType::Float32));
+      }
+    }
   }
   std::vector<int64_t> ints(99, -7);
   TensorStats i = constant_stats(TensorView{ints.data(), DType::Int64, {1}}, ints.size());

@@ -240,7 +240,7 @@ TensorMetrics compute_metrics(const TensorView& x, const TensorView& y, const Me
   m.count = x.numel();
   *nan_position_mismatch = false;
   if (n == 0) return m;
-  double first[2];
+  double first[2] = {0, 0};
   widen(x, 0, 1, &first[0]);
   widen(y, 0, 1, &first[1]);
   const double kx = std::isfinite(first[0]) ? first[0] : 0, ky = std::isfinite(first[1]) ? first[1] : 0;
