@@ -6,6 +6,8 @@ import json
 import os
 import pathlib
 import pty
+import select
+import socket
 import subprocess
 import sys
 
@@ -30,29 +32,47 @@ def _terminals_available():
 pytestmark = pytest.mark.skipif(not _terminals_available(), reason="no pseudo-terminals here")
 
 
-def in_terminal(*args, after="0"):
-    """Runs `opdump ARGS` with a pseudo-terminal as stdout and stderr; returns (exit code, what it printed)."""
-    env = dict(os.environ, OPDUMP_PROGRESS_AFTER_S=after)
+def start_in_terminal(argv, env):
+    """Starts ARGV with a pseudo-terminal of its own as stdin, stdout and stderr; returns (pid, terminal fd)."""
     pid, fd = pty.fork()
-    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
+    if pid == 0:  # the child
         try:
-            os.execve(str(BUILD / "opdump"), ["opdump", *map(str, args)], env)
+            os.execve(argv[0], argv, env)
         finally:
             os._exit(127)
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError as e:  # EIO: the child closed the terminal
-            if e.errno != errno.EIO:
-                raise
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
+    return pid, fd
+
+
+def read_terminals(children):
+    """Reads every child's terminal until each closes it; returns [(exit code, what it printed)]."""
+    chunks = {fd: [] for _, fd in children}
+    open_fds = set(chunks)
+    while open_fds:
+        ready, _, _ = select.select(list(open_fds), [], [], 300)
+        assert ready, "no output for 300 s"
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError as e:  # EIO: the child closed the terminal
+                if e.errno != errno.EIO:
+                    raise
+                data = b""
+            if data:
+                chunks[fd].append(data)
+            else:
+                open_fds.discard(fd)
+                os.close(fd)
+    results = []
+    for pid, fd in children:
+        _, status = os.waitpid(pid, 0)
+        results.append((os.waitstatus_to_exitcode(status), b"".join(chunks[fd]).decode("utf-8", "replace")))
+    return results
+
+
+def in_terminal(*args, after="0"):
+    """Runs `opdump ARGS` in a pseudo-terminal; returns (exit code, what it printed)."""
+    env = dict(os.environ, OPDUMP_PROGRESS_AFTER_S=after)
+    return read_terminals([start_in_terminal([str(BUILD / "opdump"), *map(str, args)], env)])[0]
 
 
 @pytest.fixture
@@ -101,3 +121,36 @@ def test_replay_shows_progress_in_a_terminal(tmp_path):
     assert "\rreplay: ops: " in text and "(100%)" in text, text
     code, text = in_terminal("replay", tmp_path / "d", "-o", tmp_path / "replay2", "-q")
     assert code == 0 and "replay: ops" not in text, text
+
+
+def test_distributed_compare_shows_each_process_its_progress(tmp_path):
+    # Two processes as torchrun starts them, each in a terminal of its own, each comparing one rank.
+    rng = np.random.default_rng(6)
+    for rank in (0, 1):
+        for i in range(6):
+            tensor = rng.standard_normal((64, 64)).astype(np.float32)
+            for side in ("target", "reference"):
+                folder = tmp_path / side / f"rank_{rank}" / "net" / "0" / "0"
+                folder.mkdir(parents=True, exist_ok=True)
+                np.save(folder / f"Add.Default_add-op{i}.{i}.15891950815880{i:02d}.output.0.npy", tensor)
+
+    def launch(out, *extra):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        children = []
+        for rank in (0, 1):
+            env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), RANK=str(rank), WORLD_SIZE="2",
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), USE_LIBUV="0", OPDUMP_PROGRESS_AFTER_S="0")
+            children.append(start_in_terminal([PYTHON, "-m", "opdump", "compare", str(tmp_path / "target"),
+                                               str(tmp_path / "reference"), "-o", str(out), *extra], env))
+        return read_terminals(children)
+
+    results = launch(tmp_path / "out")
+    for code, text in results:
+        assert code == 0, text
+        assert "\rcompare: tensor pairs: 6/6 (100%), " in text, text
+    summary = json.loads((tmp_path / "out" / "compare_summary.json").read_text())
+    assert summary["ranks"] == [0, 1] and summary["processes"] == 2, summary
+    for code, text in launch(tmp_path / "quiet", "-q"):
+        assert code == 0 and "compare: tensor pairs" not in text, text
