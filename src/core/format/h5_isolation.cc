@@ -106,18 +106,6 @@ std::string run_in_child(const std::function<std::string()>& work) {
   return out;
 }
 
-// fork_outside_library(), or an error naming the file (with both ends of `fds` closed).
-pid_t fork_reader(const std::string& file, const int fds[2]) {
-  const pid_t pid = fork_outside_library();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw Error(file + ": cannot start a process to read it: " + std::strerror(err));
-  }
-  return pid;
-}
-
 int wait_for(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -130,7 +118,13 @@ int wait_for(pid_t pid) {
 std::string isolated(const std::string& file, const std::function<std::string()>& work) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(file + ": cannot create a pipe: " + std::strerror(errno));
-  const pid_t child = fork_reader(file, fds);
+  const pid_t child = fork_outside_library();
+  if (child < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(file + ": cannot start a process to read it: " + std::strerror(err));
+  }
   if (child == 0) {
     ::close(fds[0]);
     enter_child();
@@ -174,7 +168,13 @@ IsolatedReaders::Child IsolatedReaders::start() {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
     throw Error(file_ + ": cannot create a socket to a reading process: " + std::strerror(errno));
-  const pid_t pid = fork_reader(file_, fds);
+  const pid_t pid = fork_outside_library();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(file_ + ": cannot start a process to read it: " + std::strerror(err));
+  }
   if (pid == 0) {  // requests: [size: 8 bytes][request]; answers: [size: 8 bytes][answer()'s form]
     ::close(fds[0]);
     enter_child();
