@@ -22,7 +22,6 @@
 #include "format/npy.h"
 #include "format/torch_pt.h"
 #include "format/h5_file.h"
-#include "format/h5_isolation.h"
 #include "util/progress.h"
 #include "writer/atomic_file.h"
 

@@ -2,6 +2,8 @@
 
 #include <hdf5.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,9 @@
 
 #include "opdump/error.h"
 #include "util/path.h"
+
+// Sanitizer builds only: a fuzzer's death callback must not run in a reading child.
+extern "C" void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
 
 namespace opdump::h5 {
 namespace {
@@ -237,14 +242,97 @@ std::optional<DType> dtype_of_code(int32_t code) {
   return std::nullopt;
 }
 
-pid_t fork_outside_library() {
+namespace {
+// Seconds a reading child may go without sending anything (OPDUMP_H5_READ_TIMEOUT; default 300).
+int read_timeout_seconds() {
+  const char* v = std::getenv("OPDUMP_H5_READ_TIMEOUT");
+  if (!v || !*v) return 300;
+  char* end = nullptr;
+  const long s = std::strtol(v, &end, 10);
+  return *end || s < 1 || s > 86400 ? 300 : static_cast<int>(s);
+}
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
+std::string isolated(const std::string& file, const std::function<std::string()>& work) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(file + ": cannot create a pipe: " + std::strerror(errno));
   pid_t child;
   {
     LibraryLock lock;  // no other thread of this process is inside HDF5 while the child is made
     child = ::fork();
   }
-  if (child == 0) g_isolated_child = true;
-  return child;
+  if (child < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(file + ": cannot start a process to read it: " + std::strerror(err));
+  }
+  if (child == 0) {
+    ::close(fds[0]);
+    g_isolated_child = true;
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(nullptr);  // a fuzzer's: the parent reports
+    std::string out;
+    char status = 'O';
+    try {
+      out = work();
+    } catch (const std::exception& e) {
+      status = 'E';
+      out = e.what();
+    }
+    const bool ok = write_all(fds[1], &status, 1) && write_all(fds[1], out.data(), out.size());
+    ::_exit(ok ? 0 : 3);  // no exit handlers: they belong to the parent
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buffer[1 << 16];
+  bool stalled = false;
+  const int limit_ms = read_timeout_seconds() * 1000;
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, limit_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {  // a library caught in a loop by the file: ended, not waited for
+      stalled = true;
+      ::kill(child, SIGKILL);
+      break;
+    }
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (stalled)
+    throw FormatError(file, "HDF5's library made no progress reading it for " + std::to_string(limit_ms / 1000) +
+                                " s (OPDUMP_H5_READ_TIMEOUT): the file is corrupt or hostile");
+  if (WIFSIGNALED(status))
+    throw FormatError(file, std::string("HDF5's library failed reading it (") + strsignal(WTERMSIG(status)) +
+                                "): the file is corrupt or hostile");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.empty())
+    throw FormatError(file, "HDF5's library failed reading it (its reader exited with " +
+                                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                                "): the file is corrupt or hostile");
+  if (out[0] == 'E') {
+    std::string message = out.substr(1);
+    const std::string prefix = file + ": ";
+    if (message.rfind(prefix, 0) == 0) message = message.substr(prefix.size());
+    throw FormatError(file, message);
+  }
+  return out.substr(1);
 }
 
 bool is_h5_file(const std::string& path) {

@@ -57,10 +57,6 @@ class OriginalNames {
   std::map<std::string, std::map<std::string, std::string>> folders_;
 };
 
-namespace h5 {
-class IsolatedReaders;
-}
-
 // One tensor of a dump.
 struct DumpEntry {
   std::string op_type;
@@ -87,8 +83,6 @@ struct DumpEntry {
   // A small npy file's bytes, read whole while indexing (within a budget): compare reads its
   // values from here instead of opening the file a second time.
   std::shared_ptr<const Buffer> file_bytes;
-  // H5: the child processes that read this entry's file, shared by its entries (h5_isolation.h).
-  std::shared_ptr<h5::IsolatedReaders> h5_readers;
   // Entries of msprobe's dump.json: a gradient (its *.backward APIs), the parent module's path from
   // construct.json ("layer1.0.conv1"; "" when unknown) and the user's line from stack.json.
   bool msprobe = false;

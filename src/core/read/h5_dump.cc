@@ -10,10 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "format/h5_file.h"
-#include "format/h5_isolation.h"
 #include "layout/layout.h"
 #include "opdump/error.h"
-#include "util/thread_budget.h"
 
 namespace opdump {
 namespace {
@@ -21,16 +19,6 @@ namespace {
 // Bounds on what one file may make the indexer walk (a hostile file can nest groups deeply).
 constexpr int kMaxDepth = 16;
 constexpr size_t kMaxEntries = size_t(1) << 24;
-
-// A tensor as it crosses from a reading process: [dtype: 1 byte][rank: 1 byte][dims: rank x int64][data].
-std::string tensor_message(const Tensor& t) {
-  std::string out(2 + 8 * t.shape.size(), '\0');
-  out[0] = static_cast<char>(t.dtype);
-  out[1] = static_cast<char>(t.shape.size());
-  std::memcpy(out.data() + 2, t.shape.data(), 8 * t.shape.size());
-  out.append(static_cast<const char*>(t.data), t.nbytes());
-  return out;
-}
 
 struct OpGroup {
   std::string ir, group;
@@ -173,21 +161,7 @@ void index_h5_dump(const std::string& path, const DumpPosition& at, std::vector<
     return list.dump();
   });
   const nlohmann::json list = nlohmann::json::parse(text);
-  if (list.empty()) return;
-  // One set of reading processes per file, each keeping the file open: a process per tensor cost
-  // a fork and the file's opening for every tensor read.
-  auto reader = std::make_shared<std::unique_ptr<h5::Reader>>();  // filled in each child
-  auto readers = std::make_shared<h5::IsolatedReaders>(
-      path,
-      [path, reader](const std::string& object) {
-        if (!*reader) *reader = std::make_unique<h5::Reader>(path);
-        return tensor_message((*reader)->tensor(object));
-      },
-      std::min(4u, hardware_threads()));
-  for (const nlohmann::json& j : list) {
-    out.push_back(from_json(j, path, where));
-    out.back().h5_readers = readers;
-  }
+  for (const nlohmann::json& j : list) out.push_back(from_json(j, path, where));
 }
 
 std::map<std::string, std::string> h5_op_arguments(const std::string& path) {
@@ -213,9 +187,17 @@ std::map<std::string, std::string> h5_op_arguments(const std::string& path) {
   return out;
 }
 
+// The tensor crosses as [dtype: 1 byte][rank: 1 byte][dims: rank x int64][data].
 Tensor load_h5_entry(const DumpEntry& e) {
-  const std::string bytes = e.h5_readers ? e.h5_readers->call(e.object)
-                                         : h5::isolated(e.path, [&] { return tensor_message(h5::Reader(e.path).tensor(e.object)); });
+  const std::string bytes = h5::isolated(e.path, [&] {
+    const Tensor t = h5::Reader(e.path).tensor(e.object);
+    std::string out(2 + 8 * t.shape.size(), '\0');
+    out[0] = static_cast<char>(t.dtype);
+    out[1] = static_cast<char>(t.shape.size());
+    std::memcpy(out.data() + 2, t.shape.data(), 8 * t.shape.size());
+    out.append(static_cast<const char*>(t.data), t.nbytes());
+    return out;
+  });
   if (bytes.size() < 2 || static_cast<uint8_t>(bytes[0]) >= kDTypeCount || bytes.size() < 2 + 8 * size_t(uint8_t(bytes[1])))
     throw FormatError(e.path, e.object + ": its reader returned a malformed tensor");
   Tensor t;
