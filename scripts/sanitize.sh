@@ -76,5 +76,9 @@ ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0" \
 UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
 OPDUMP_BUILD="$PWD/build-asan" PYTHONPATH="$PWD/build-asan/python" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider -n "$JOBS" tests/python/test_torch_adapter.py \
-  tests/python/test_debug_scenes.py tests/python/test_reliability.py
+  tests/python/test_debug_scenes.py tests/python/test_reliability.py \
+  --deselect tests/python/test_torch_adapter.py::test_dataloader_workers_and_autograd_threads_are_safe
+# That test forks DataLoader workers while opdump's writer threads run: gcc 12's ASan allocator is not
+# fork-safe (a worker forked while a writer thread was inside malloc hung in ASan's allocator, seen
+# once in a run of this script), where glibc's malloc is. It runs in every other build, on PyTorch 1.13 and 2.6.
 step "done"
