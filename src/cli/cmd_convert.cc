@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "export/msprobe_layout.h"
 #include "format/statistic_csv.h"
 #include "read/dump_index.h"
 #include "compare/metrics.h"  // widen_values
@@ -183,6 +184,27 @@ uint64_t file_size_or_zero(const std::string& path) {
   return ec ? 0 : static_cast<uint64_t>(size);
 }
 
+// Every tensor the dump holds, in msprobe's layout (export/msprobe_layout.h).
+int convert_to_msprobe(const std::string& src, const std::string& out) {
+  const DumpIndex index = index_dump(src);
+  for (const std::string& w : index.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
+  if (index.entries.empty()) {
+    std::fprintf(stderr, "opdump: nothing to convert in %s (no tensors or statistics)\n", src.c_str());
+    return kExitFailure;
+  }
+  const MsprobeExport e = export_msprobe_layout(index, out);
+  for (const std::string& w : e.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
+  std::printf("wrote %zu call(s), %zu tensor(s) in msprobe's layout (step{N}/rank{R}/dump.json) into %s: %zu folder(s)\n",
+              e.calls, e.tensors, out.c_str(), e.folders);
+  if (e.statistics_computed)
+    std::printf("  statistics of %zu tensor(s) computed from their values; the values stay in %s (msprobe's statistics task)\n",
+                e.statistics_computed, src.c_str());
+  if (e.without_statistics)
+    std::fprintf(stderr, "opdump: warning: %zu tensor(s) have no statistics (their dump has neither values nor Max/Min/Mean/Norm)\n",
+                 e.without_statistics);
+  return kExitOk;
+}
+
 }  // namespace
 
 // The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
@@ -194,16 +216,24 @@ struct ConvertCommandOptions {
 void add_convert_command(CLI::App& app, int* exit_code) {
   auto opt = std::make_shared<ConvertCommandOptions>();  // owned by the callback (CLI11 keeps it alive)
   auto* cmd = app.add_subcommand(
-      "convert", "Convert dump files: Ascend bin -> one npy per input/output; .h5 (torch_npu dumper) -> one npy per dataset; torch.save .pt (msprobe) -> npy; npy -> txt (one value per line)");
+      "convert", "Convert dump files: Ascend bin -> one npy per input/output; .h5 (torch_npu dumper) -> one npy per dataset; torch.save .pt (msprobe) -> npy; npy -> txt (one value per line); any dump -> msprobe's layout (--to msprobe)");
   cmd->add_option("SRC", opt->src, "A dump file or a folder of them")->required();
   cmd->add_option("-o,--output", opt->out, "Folder for the converted files (created)")->required();
-  cmd->add_option("--to", opt->to, "Target format: npy (default for bin files) or txt (default for npy files)")
-      ->check(CLI::IsMember({"npy", "txt"}));
+  cmd->add_option("--to", opt->to,
+                  "Target format: npy (default for bin files), txt (default for npy files), or msprobe: the whole dump as "
+                  "msprobe's step{N}/rank{R}/dump.json, construct.json and stack.json (statistics), for msprobe's compare")
+      ->check(CLI::IsMember({"npy", "txt", "msprobe"}));
   cmd->add_option("-f,--format", opt->format, "Convert device formats (NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NHWC, HWCN) to NCHW/ND")
       ->check(CLI::IsMember({"NCHW", "ND"}));
   cmd->add_option("--shape", opt->shape_text, "Logical shape (e.g. 32,256,13,13) for tensors whose header has none");
   cmd->add_flag("-q,--quiet", opt->quiet, "No progress on stderr (shown only when stderr is a terminal)");
   cmd->callback([opt, exit_code] {
+    if (opt->to == "msprobe") {
+      if (!opt->format.empty() || !opt->shape_text.empty())
+        throw Error("--to msprobe: -f/--format and --shape apply to bin files converted one by one, not to a whole dump");
+      *exit_code = convert_to_msprobe(opt->src, opt->out);
+      return;
+    }
     ConvertOptions o;
     o.to = opt->to.empty() ? "npy" : opt->to;
     o.host_format = !opt->format.empty();

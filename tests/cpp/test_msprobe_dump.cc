@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "export/msprobe_layout.h"
 #include "format/msprobe_dump.h"
 #include "format/npy.h"
 #include "opdump/error.h"
@@ -236,6 +237,17 @@ TEST(MsprobeDump, IndexedByStepAndRankWithTheirTensorFiles) {
   // proc{PID} folders (no rank known) are rank 0
   EXPECT_EQ(position_of("/x/dump/step0/proc4242").rank, 0u);
   EXPECT_EQ(position_of("/x/dump/step7/proc4242").iteration, 7);
+}
+
+// The names opdump's msprobe export keeps (export/msprobe_layout.h): msprobe's own, not scoped op names.
+TEST(MsprobeDump, CallNamesAsMsprobeWritesThem) {
+  for (const char* name : {"Functional.conv2d.0.forward", "Tensor.__add__.3.backward", "Aten.add_.12.forward",
+                           "Module.layer1.0.conv1.Conv2d.forward.0", "Module.fc.Linear.parameters_grad.0",
+                           "Module.fc.Linear.backward.2"})
+    EXPECT_TRUE(is_msprobe_call_name(name)) << name;
+  for (const char* name : {"Default/net-Net/conv-Conv2d/conv2d-op0", "conv2d", "Functional.conv2d.forward",
+                           "Functional.conv2d.0.forward.input.0", "functional.conv2d.0.forward", "Module.forward.0x"})
+    EXPECT_FALSE(is_msprobe_call_name(name)) << name;
 }
 
 }  // namespace

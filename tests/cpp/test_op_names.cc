@@ -59,3 +59,11 @@ TEST(OpNames, TorchScriptHierarchyEntries) {
   EXPECT_EQ(script_scope_element("conv1(Conv2d)"), (std::pair<std::string, std::string>{"conv1-Conv2d", "conv1"}));
   EXPECT_EQ(script_scope_element("plain"), (std::pair<std::string, std::string>{"plain", "plain"}));
 }
+
+TEST(OpNames, ModulePathOfScopedNames) {
+  EXPECT_EQ(module_path_of("Default/net-Net/layer1-Sequential/0-BasicBlock/conv1-Conv2d/conv2d-op0"), "layer1.0.conv1");
+  EXPECT_EQ(module_path_of("Default/net-Net/relu-op0"), "");  // called in the model's own forward
+  EXPECT_EQ(module_path_of("Gradients/Default/net/fc-Linear/linear-op0/AddmmBackward0/mm-op0"), std::nullopt);
+  EXPECT_EQ(module_path_of("Default/relu-op0"), std::nullopt);  // no model scope
+  EXPECT_EQ(module_path_of("Functional.relu.0.forward"), std::nullopt);
+}

@@ -71,23 +71,9 @@ std::string alignment_type(const std::string& type) {
 std::optional<std::pair<std::string, std::string>> module_and_type(const DumpEntry& e) {
   if (e.backward()) return std::nullopt;
   if (e.msprobe) return std::make_pair(e.module, alignment_type(e.op_type));
-  if (e.op_name.rfind("Default/", 0) != 0) return std::nullopt;
-  std::vector<std::string_view> parts;
-  std::string_view name = e.op_name;
-  for (size_t start = 0; start <= name.size();) {
-    size_t slash = name.find('/', start);
-    if (slash == std::string_view::npos) slash = name.size();
-    parts.push_back(name.substr(start, slash - start));
-    start = slash + 1;
-  }
-  if (parts.size() < 3) return std::nullopt;  // Default/{model}/.../{op}
-  std::string path;
-  for (size_t i = 2; i + 1 < parts.size(); ++i) {
-    const std::string_view attribute = parts[i].substr(0, parts[i].find('-'));  // "conv1-Conv2d" -> "conv1"
-    if (!path.empty()) path += '.';
-    path.append(attribute);
-  }
-  return std::make_pair(path, alignment_type(e.op_type));
+  const std::optional<std::string> path = identity::module_path_of(e.op_name);
+  if (!path) return std::nullopt;
+  return std::make_pair(*path, alignment_type(e.op_type));
 }
 
 // Ops of one rank and iteration in execution order: one per (name, occurrence) not matched by name.

@@ -1,5 +1,7 @@
 #include "identity/op_names.h"
 
+#include <vector>
+
 namespace opdump::identity {
 
 uint64_t CallIndex::next(std::string_view scope, std::string_view type) {
@@ -45,6 +47,24 @@ std::pair<std::string, std::string> script_scope_element(std::string_view entry)
   if (open == std::string_view::npos || entry.back() != ')') return {std::string(entry), std::string(entry)};
   const std::string attr(entry.substr(0, open));
   return {attr + "-" + std::string(entry.substr(open + 1, entry.size() - open - 2)), attr};
+}
+
+std::optional<std::string> module_path_of(std::string_view name) {
+  if (name.rfind("Default/", 0) != 0) return std::nullopt;
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start <= name.size();) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string_view::npos) slash = name.size();
+    parts.push_back(name.substr(start, slash - start));
+    start = slash + 1;
+  }
+  if (parts.size() < 3) return std::nullopt;  // Default/{model}/.../{op}
+  std::string path;
+  for (size_t i = 2; i + 1 < parts.size(); ++i) {
+    if (!path.empty()) path += '.';
+    path.append(parts[i].substr(0, parts[i].find('-')));  // "conv1-Conv2d" -> "conv1"
+  }
+  return path;
 }
 
 }  // namespace opdump::identity

@@ -5,6 +5,7 @@
 // the iteration number never rename an op.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,5 +43,10 @@ std::string orphan_backward_scope(std::string_view node, uint64_t index);
 // "conv1-Conv2d" -> "conv1" style short element of a TorchScript hierarchy entry
 // "conv1(Conv2d)": returns {element, short element}.
 std::pair<std::string, std::string> script_scope_element(std::string_view entry);
+
+// The module path of a forward op's scoped name, its model's own scope left out:
+// "Default/net-Net/layer1-Sequential/0-BasicBlock/conv1-Conv2d/conv2d-op0" -> "layer1.0.conv1",
+// "Default/net-Net/relu-op0" -> "". nullopt for names without that form (gradients, other tools').
+std::optional<std::string> module_path_of(std::string_view scoped_name);
 
 }  // namespace opdump::identity
