@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "format/msprobe_dump.h"
 #include "identity/op_names.h"
 #include "opdump/error.h"
 #include "util/dtype.h"
@@ -40,33 +41,13 @@ ordered_json number(double v) {
   return v;
 }
 
-// What torch's max, min, mean and norm give for the tensor (msprobe's statistics): NaN anywhere makes
-// every one NaN; an infinity is the extreme it is; +Inf and -Inf together make the mean NaN.
 void put_statistics(ordered_json& t, const RecordedStats& s) {
-  const bool nan = s.nan && *s.nan > 0;
-  const bool pos_inf = s.pos_inf && *s.pos_inf > 0;
-  const bool neg_inf = s.neg_inf && *s.neg_inf > 0;
-  const double NaN = std::nan(""), inf = HUGE_VAL;
-  auto finite_or = [&](const std::optional<double>& v) { return v && !s.no_finite ? *v : NaN; };
-  double max = finite_or(s.max), min = finite_or(s.min), mean = finite_or(s.avg), norm = finite_or(s.l2norm);
-  if (nan) {
-    max = min = mean = norm = NaN;
-  } else {
-    if (pos_inf) max = inf;
-    if (neg_inf) min = -inf;
-    if (pos_inf || neg_inf) {
-      mean = pos_inf && neg_inf ? NaN : (pos_inf ? inf : -inf);
-      norm = inf;
-      if (s.no_finite) {  // only infinities: the extremes are what is there
-        if (!pos_inf) max = -inf;
-        if (!neg_inf) min = inf;
-      }
-    }
-  }
-  t["Max"] = s.max || nan || pos_inf || neg_inf ? number(max) : ordered_json();
-  t["Min"] = s.min || nan || pos_inf || neg_inf ? number(min) : ordered_json();
-  t["Mean"] = s.avg || nan || pos_inf || neg_inf ? number(mean) : ordered_json();
-  t["Norm"] = s.l2norm || nan || pos_inf || neg_inf ? number(norm) : ordered_json();
+  const MsprobeStatistics m = msprobe_statistics(s);
+  auto value = [](const std::optional<double>& v) { return v ? number(*v) : ordered_json(); };
+  t["Max"] = value(m.max);
+  t["Min"] = value(m.min);
+  t["Mean"] = value(m.mean);
+  t["Norm"] = value(m.norm);
 }
 
 // One op call of the dump: its entries, inputs and outputs by slot.

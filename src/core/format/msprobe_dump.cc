@@ -373,6 +373,30 @@ std::string call_site(const ordered_json& frames) {
 
 }  // namespace
 
+MsprobeStatistics msprobe_statistics(const RecordedStats& s) {
+  const bool nan = s.nan && *s.nan > 0;
+  const bool pos_inf = s.pos_inf && *s.pos_inf > 0;
+  const bool neg_inf = s.neg_inf && *s.neg_inf > 0;
+  const double NaN = std::nan(""), inf = HUGE_VAL;
+  MsprobeStatistics m;
+  if (nan) {
+    m.max = m.min = m.mean = m.norm = NaN;
+    return m;
+  }
+  auto finite = [&](const std::optional<double>& v) { return s.no_finite ? std::nullopt : v; };
+  m.max = finite(s.max);
+  m.min = finite(s.min);
+  m.mean = finite(s.avg);
+  m.norm = finite(s.l2norm);
+  if (pos_inf || neg_inf) {
+    m.max = pos_inf ? inf : (s.no_finite ? std::optional<double>(-inf) : m.max);
+    m.min = neg_inf ? -inf : (s.no_finite ? std::optional<double>(inf) : m.min);
+    m.mean = pos_inf && neg_inf ? NaN : (pos_inf ? inf : -inf);
+    m.norm = inf;
+  }
+  return m;
+}
+
 std::optional<DType> msprobe_dtype(std::string name) {
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stats/recorded_stats.h"
 #include "util/tensor.h"
 
 namespace opdump {
@@ -80,6 +81,14 @@ MsprobeCalls parse_msprobe_calls(const std::string& dump_text, const std::string
 // A dtype as msprobe writes it: "torch.float32" (PyTorch, also in torch.dtype arguments),
 // "Float32" / "BFloat16" (MindSpore); nullopt for one opdump does not decode (float8).
 std::optional<DType> msprobe_dtype(std::string name);
+
+// msprobe's Max, Min, Mean and Norm of a tensor: what torch's reductions give. NaN anywhere makes all
+// four NaN; an infinity is the extreme it is; +Inf and -Inf together make the mean NaN. Absent where
+// the recorded statistics cannot tell.
+struct MsprobeStatistics {
+  std::optional<double> max, min, mean, norm;
+};
+MsprobeStatistics msprobe_statistics(const RecordedStats& s);
 
 // Tensor.__iadd__ -> add, Functional.cross_entropy -> cross_entropy_loss: the type aten gives the
 // op a PyTorch adapter sees for the same call.

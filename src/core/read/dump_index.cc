@@ -27,22 +27,6 @@
 
 namespace opdump {
 
-RecordedStats RecordedStats::of(const TensorStats& s) {
-  RecordedStats r;
-  r.count = s.count;
-  r.nan = s.nan;
-  r.neg_inf = s.neg_inf;
-  r.pos_inf = s.pos_inf;
-  r.no_finite = !s.has_finite();
-  if (!r.no_finite) {
-    r.max = s.max;
-    r.min = s.min;
-    r.avg = s.avg();
-  }
-  r.l2norm = s.l2norm();
-  return r;
-}
-
 std::string OriginalNames::of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "layout/layout.h"
+#include "stats/recorded_stats.h"
 #include "stats/stats.h"
 #include "util/tensor.h"
 
@@ -34,15 +35,6 @@ struct DumpPosition {
 };
 // `folder`: an absolute, normalized folder path.
 DumpPosition position_of(const std::string& folder);
-
-// The statistics of one tensor as its dump recorded them: each is absent when the dump lacks it.
-struct RecordedStats {
-  std::optional<double> max, min, avg, l2norm;
-  std::optional<uint64_t> count, nan, neg_inf, pos_inf;
-  bool no_finite = false;  // "null" cells: the tensor has no finite element
-  static RecordedStats of(const TensorStats& s);  // everything, computed from a tensor
-  bool has_nonfinite_counts() const { return nan && neg_inf && pos_inf; }
-};
 
 // The names dump files had before they were shortened to fit the file-name limit: the
 // mapping.csv of each folder (opdump's and MindSpore's), read once per folder.
