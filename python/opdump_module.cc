@@ -197,6 +197,18 @@ PYBIND11_MODULE(_opdump, m) {
     opdump::dump_named_op(op_type, op_name, host(inputs), host(outputs));
   });
   m.def("check_config_text", [](const std::string& text, const std::string& source) { (void)opdump::parse_config(text, source); });
+  // A config parsed by the core, for front ends that select steps and ranks themselves (msprobe's
+  // layout written by its front door): the core's reading of "step" and "rank".
+  py::class_<opdump::DumpConfig, std::shared_ptr<opdump::DumpConfig>>(m, "ParsedConfig")
+      .def("selects", [](const opdump::DumpConfig& c, uint64_t step, uint32_t rank) {
+        return c.enabled && c.rank_selected(rank) && c.iterations.contains(step);
+      })
+      .def("selects_from", [](const opdump::DumpConfig& c, uint64_t step) {
+        return c.iterations.contains(step) || c.iterations.next_after(step) != UINT64_MAX;
+      });
+  m.def("parse_config_text", [](const std::string& text, const std::string& source) {
+    return std::make_shared<opdump::DumpConfig>(opdump::parse_config(text, source));
+  });
   // Whether the dump selects `iteration` or a later one (msprobe's front end finishes after the last).
   m.def("selected_from", [&rt](uint64_t iteration) {
     auto d = rt.dumper();

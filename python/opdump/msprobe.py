@@ -15,6 +15,10 @@ names them: "Module.{path}.{Class}.forward.{n}" with the module's inputs (copied
 outputs, and "Module.{path}.{Class}.backward.{n}" with the gradients reaching its outputs. A task or
 field opdump does not have is a ConfigError naming it. The dump goes to dump_path in MindSpore's
 layout ({dump_path}/rank_{R}/Net/{model id}/{step}/), which `opdump compare` reads.
+
+With "opdump": {"layout": "msprobe"} in the config the dump is msprobe's own layout instead
+({dump_path}/step{N}/rank{R}/dump.json, stack.json, construct.json, dump_tensor_data/), recorded as msprobe
+records it (framework APIs by their Python names, msprobe_recorder.py) for msprobe's compare and graph tools.
 """
 import json
 import os
@@ -185,12 +189,18 @@ class PrecisionDebugger:
         if config.get("dump_path") is not None:
             config["dump_path"] = os.fspath(config["dump_path"])
         # The core checks everything now: a task or field opdump lacks fails here, not at start().
-        _opdump.check_config_text(json.dumps(config), self._source(config_path))
+        self.parsed = _opdump.parse_config_text(json.dumps(config), self._source(config_path))
+        self.msprobe_layout = (config.get("opdump") or {}).get("layout") == "msprobe"
+        if self.msprobe_layout and config["level"] not in ("L0", "L1", "mix"):
+            raise _opdump.ConfigError(f"{self._source(config_path)}: level: \"{config['level']}\" in msprobe's layout: "
+                                      "only L0, L1 and mix (kernels are dumped in MindSpore's layout)")
         self.config = config
         self.config_path = config_path
         self.model = model
         self._handle = None
         self._modules = None
+        self._recorder = None
+        self._step = 0  # msprobe's step count (the msprobe layout counts its own; the engine's otherwise)
         self._configured = False
         self._finished = False
         self._ready = True
@@ -212,6 +222,9 @@ class PrecisionDebugger:
         if level in ("L0", "mix") and model is None:
             raise ValueError(f"PrecisionDebugger: level \"{level}\" records the model's modules: "
                              "pass the model to PrecisionDebugger(model=...) or start(model)")
+        if self.msprobe_layout:
+            self._configure_msprobe_layout(model)
+            return
         if model is not None:
             self._handle = register_model(model, type(model).__name__)
         if level in ("L0", "mix") and self.config["task"] != "overflow_check":
@@ -220,6 +233,21 @@ class PrecisionDebugger:
                                            outputs="all" in modes or "output" in modes)
         _opdump.set_paused(True)  # nothing is dumped before start() returns
         _apply_config(self.config, _opdump.set_dump, "PrecisionDebugger")
+        self._configured = True
+
+    def _configure_msprobe_layout(self, model):
+        from . import _detect_rank
+        from .msprobe_recorder import MsprobeRecorder
+        from .msprobe_writer import MsprobeWriter
+        task = self.config["task"]
+        fields = self.config.get(task) or {}
+        rank, _ = _detect_rank()
+        self._rank = rank
+        writer = MsprobeWriter(self.config.get("dump_path") or "./", task, self.config["level"],
+                               fields.get("summary_mode", "statistics"), rank)
+        self._recorder = MsprobeRecorder(writer, self.config["level"], model, fields.get("list"),
+                                         fields.get("data_mode"))
+        self._recorder.install()
         self._configured = True
 
     @classmethod
@@ -233,27 +261,50 @@ class PrecisionDebugger:
         if not self._steps_left():
             self.finish()
             return
+        if self._recorder is not None:
+            self._start_recording()
+            return
         _opdump.set_paused(False)
+
+    def _start_recording(self):
+        recorder = self._recorder
+        if not self.parsed.selects(self._step, self._rank):
+            return  # a step or rank the config does not select
+        if not recorder.writer.open():
+            recorder.writer.begin_step(self._step)
+            recorder.new_step()
+        recorder.active = True
 
     @classmethod
     def stop(cls):
         """Ops run from now on are not dumped; after the last step of the config's "step" list the dump is
         finished (its files complete, as msprobe's stop() makes them)."""
         self = cls._get("stop")
-        _opdump.set_paused(True)
+        if self._recorder is not None:
+            self._recorder.active = False
+        else:
+            _opdump.set_paused(True)
         if self._configured and not self._finished and not self._steps_left(after_this=True):
             self.finish()
 
     @classmethod
     def forward_backward_dump_end(cls):
         """msprobe's: the rest of this step is not dumped (start() at the next step dumps again)."""
-        cls._get("forward_backward_dump_end")
-        _opdump.set_paused(True)
+        self = cls._get("forward_backward_dump_end")
+        if self._recorder is not None:
+            self._recorder.active = False
+        else:
+            _opdump.set_paused(True)
 
     @classmethod
     def step(cls):
         """Ends the current step."""
-        cls._get("step")
+        self = cls._get("step")
+        if self._recorder is not None:
+            self._recorder.active = False
+            self._recorder.writer.end_step()  # the step's files, complete
+            self._step += 1
+            return
         _opdump.step()
 
     def finish(self):
@@ -262,6 +313,16 @@ class PrecisionDebugger:
         if self._finished or not self._configured:
             return None
         self._finished = True
+        if self._recorder is not None:
+            recorder, self._recorder = self._recorder, None
+            recorder.active = False
+            recorder.remove()
+            recorder.writer.end_step()
+            folders = recorder.writer.written
+            if not folders:
+                warnings.warn(f"opdump: PrecisionDebugger recorded nothing in {recorder.writer.dump_path} "
+                              "(no selected step and rank ran between start() and stop())", stacklevel=2)
+            return {"layout": "msprobe", "folders": folders}
         try:
             report = finalize_dump()
         finally:
@@ -276,6 +337,8 @@ class PrecisionDebugger:
 
     def _steps_left(self, after_this=False):
         """Whether a selected step is still to come (this one included unless after_this)."""
+        if self.msprobe_layout:
+            return self.parsed.selects_from(self._step + 1 if after_this else self._step)
         iteration = _opdump.iteration()
         return _opdump.selected_from(iteration + 1 if after_this else iteration)
 

@@ -116,6 +116,9 @@ TEST(ConfigMsprobe, WhatOpdumpLacksIsAnErrorNamingIt) {
        "overflow_check.overflow_nums", "-1"},
       {R"({"task": "statistics", "dump_path": "/d", "framework": "mindspore"})", "framework", "pytorch"},
       {R"({"task": "statistics", "dump_path": "/d", "enable_dump": true})", "", "mixes dialects"},
+      {R"({"task": "overflow_check", "dump_path": "/d", "opdump": {"layout": "msprobe"}})", "opdump.layout", "overflow"},
+      {R"({"task": "statistics", "dump_path": "/d", "opdump": {"layout": "msprobe2"}})", "opdump.layout", "msprobe"},
+      {R"({"dump": {"dump_path": "/d", "dump_list": []}, "opdump": {"layout": "msprobe"}})", "opdump.layout", "task"},
   };
   for (const Case& c : cases) {
     auto [field, message] = error_of(c.json);
@@ -123,6 +126,16 @@ TEST(ConfigMsprobe, WhatOpdumpLacksIsAnErrorNamingIt) {
     EXPECT_NE(message.find(c.contains), std::string::npos) << c.json << ": " << message;
     EXPECT_NE(message.find("config.json"), std::string::npos) << message;
   }
+}
+
+// "opdump": {"layout": "msprobe"}: PrecisionDebugger writes msprobe's own layout, recording forward and backward
+// calls apart, so data_mode's "forward" and "backward" are accepted there.
+TEST(ConfigMsprobe, MsprobesOwnLayout) {
+  const DumpConfig c = parse(R"({"task": "statistics", "dump_path": "/d", "statistics": {"data_mode": ["backward"]},
+                                 "opdump": {"layout": "msprobe"}})");
+  EXPECT_TRUE(c.msprobe_layout);
+  EXPECT_FALSE(parse(R"({"task": "statistics", "dump_path": "/d"})").msprobe_layout);
+  EXPECT_FALSE(parse(R"({"task": "statistics", "dump_path": "/d", "opdump": {"layout": "mindspore"}})").msprobe_layout);
 }
 
 // A session-options config is still told apart by its keys (msprobe's has task or level besides dump_path).

@@ -1,16 +1,15 @@
 """A training script written for msprobe (the msprobe PyTorch data-dump guide's template), with only its
-import changed: `from opdump import PrecisionDebugger`. Run by test_msprobe_front_door.py.
+import changed: `from opdump import PrecisionDebugger` (msprobe's own with --msprobe). Run by
+test_msprobe_front_door.py and test_msprobe_layout.py.
 
     msprobe_script.py RESULT.json [--config CONFIG.json] [--plain] [--plant-overflow STEP] [--model-arg]
-                      [--keyword-step N]
+                      [--keyword-step N] [--msprobe]
 
 Writes each step's loss, the model's input and output (to check the dump against)."""
 import argparse
 import json
 
 import torch
-
-from opdump import PrecisionDebugger
 
 parser = argparse.ArgumentParser()
 parser.add_argument("result")
@@ -19,7 +18,13 @@ parser.add_argument("--plain", action="store_true", help="no debugger at all (th
 parser.add_argument("--plant-overflow", type=int, default=-1, help="this step's input is scaled so that the loss overflows")
 parser.add_argument("--model-arg", action="store_true", help="the model goes to PrecisionDebugger(model=...)")
 parser.add_argument("--keyword-step", type=int, action="append", help="PrecisionDebugger(step=[...])")
+parser.add_argument("--msprobe", action="store_true", help="msprobe's own PrecisionDebugger (its source on PYTHONPATH)")
 args = parser.parse_args()
+
+if args.msprobe:
+    from msprobe.pytorch import PrecisionDebugger
+else:
+    from opdump import PrecisionDebugger
 
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))

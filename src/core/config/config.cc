@@ -132,7 +132,16 @@ void parse_opdump_options(const json& doc, DumpConfig& c, const ParseOptions& op
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
            {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "direct_io", "net_name",
-            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work", "h5_file"});
+            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work", "h5_file", "layout"});
+  if (auto v = f.choice("layout", {"mindspore", "msprobe"})) {
+    c.msprobe_layout = *v == "msprobe";
+    if (c.msprobe_layout && c.dialect != Dialect::Msprobe)
+      throw ConfigError(f.path("layout"), "\"msprobe\" is written from msprobe's config.json (a \"task\" config) by "
+                                          "PrecisionDebugger; `opdump convert DUMP -o OUT --to msprobe` converts any dump");
+    if (c.msprobe_layout && c.scene != Scene::Normal)
+      throw ConfigError(f.path("layout"), "\"msprobe\" holds the statistics and tensor tasks; the overflow check "
+                                          "writes opdump's overflow summary in MindSpore's layout");
+  }
   if (auto v = f.choice("level", {"api", "kernel", "all"}))
     c.level = *v == "api" ? ObserveLevel::Api : *v == "kernel" ? ObserveLevel::Kernel : ObserveLevel::All;
   if (auto v = f.boolean("skip_no_compute_ops")) c.skip_no_compute_ops = *v;

@@ -96,6 +96,9 @@ struct DumpConfig {
   std::vector<std::string> overflow_ignore_ops = op_kinds::overflow_ignored_by_default();
   uint64_t max_inflight_bytes = uint64_t(512) << 20;
   unsigned writer_threads = 0;  // 0: tensor dumps 4 (direct_io) or every core, statistics half the cores
+  // "opdump": {"layout": "msprobe"} in msprobe's config: the Python PrecisionDebugger writes msprobe's
+  // step{N}/rank{R}/dump.json itself (the dump engine is not used).
+  bool msprobe_layout = false;
   bool direct_io = true;        // large tensor files written past the page cache (O_DIRECT)
   HostWork host_work = HostWork::Auto;
 

@@ -14,7 +14,7 @@ nlohmann::ordered_json to_json_object(const DumpConfig& c) {
   j["enabled"] = c.enabled;
   j["dump_path"] = c.dump_path;
   j["dump_path_origin"] = c.dump_path_origin;
-  j["layout"] = to_string(c.layout);
+  j["layout"] = c.msprobe_layout ? "msprobe (written by PrecisionDebugger)" : to_string(c.layout);
   j["file_format"] = to_string(c.file_format);
   j["net_name"] = c.net_name;
   j["iterations"] = c.iterations.to_string();

@@ -74,6 +74,10 @@ void parse_task_fields(const json& doc, const std::string& task, DumpConfig& c) 
     c.dump_all_ops = false;
   }
   if (auto modes = f.string_list("data_mode", 8)) {
+    // PrecisionDebugger writing msprobe's own layout records forward and backward calls apart
+    const json* own = doc.contains("opdump") && doc.at("opdump").is_object() && doc.at("opdump").contains("layout")
+                          ? &doc.at("opdump").at("layout") : nullptr;
+    const bool msprobe_layout = own && own->is_string() && own->get<std::string>() == "msprobe";
     bool in = false, out = false;
     for (size_t i = 0; i < modes->size(); ++i) {
       const std::string& m = (*modes)[i];
@@ -81,9 +85,10 @@ void parse_task_fields(const json& doc, const std::string& task, DumpConfig& c) 
       if (m == "all") in = out = true;
       else if (m == "input") in = true;
       else if (m == "output") out = true;
+      else if ((m == "forward" || m == "backward") && msprobe_layout) in = out = true;
       else if (m == "forward" || m == "backward")
-        throw ConfigError(item, "\"" + m + "\": opdump does not split forward from backward ops; "
-                                "allowed here: \"all\", \"input\", \"output\"");
+        throw ConfigError(item, "\"" + m + "\": opdump's engine does not split forward from backward ops; allowed "
+                                "here: \"all\", \"input\", \"output\" (or msprobe's layout: \"opdump\": {\"layout\": \"msprobe\"})");
       else throw ConfigError(item, show(m) + " is not a data mode; allowed: \"all\", \"input\", \"output\"");
     }
     if (!in && !out) throw ConfigError(f.path("data_mode"), "is empty; leave it out for [\"all\"]");

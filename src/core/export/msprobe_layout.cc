@@ -41,8 +41,8 @@ ordered_json number(double v) {
   return v;
 }
 
-void put_statistics(ordered_json& t, const RecordedStats& s) {
-  const MsprobeStatistics m = msprobe_statistics(s);
+void put_statistics(ordered_json& t, const RecordedStats& s, DType dtype) {
+  const MsprobeStatistics m = msprobe_statistics(s, dtype);
   auto value = [](const std::optional<double>& v) { return v ? number(*v) : ordered_json(); };
   t["Max"] = value(m.max);
   t["Min"] = value(m.min);
@@ -132,19 +132,19 @@ class Exporter {
     t["dtype"] = "torch." + std::string(dtype_name(e->dtype));
     t["shape"] = e->shape_known ? ordered_json(e->shape) : ordered_json::array();
     if (e->stats) {
-      put_statistics(t, *e->stats);
+      put_statistics(t, *e->stats, e->dtype);
     } else if (e->unreadable.empty()) {
       try {
         const Tensor values = load_entry(*e);
-        put_statistics(t, RecordedStats::of(compute_stats(values.view())));
+        put_statistics(t, RecordedStats::of(compute_stats(values.view())), e->dtype);
         ++out_.statistics_computed;
       } catch (const Error& err) {
         warn_without(*e, err.what());
-        put_statistics(t, RecordedStats{});
+        put_statistics(t, RecordedStats{}, e->dtype);
       }
     } else {
       warn_without(*e, e->unreadable);
-      put_statistics(t, RecordedStats{});
+      put_statistics(t, RecordedStats{}, e->dtype);
     }
     return t;
   }

@@ -373,7 +373,7 @@ std::string call_site(const ordered_json& frames) {
 
 }  // namespace
 
-MsprobeStatistics msprobe_statistics(const RecordedStats& s) {
+MsprobeStatistics msprobe_statistics(const RecordedStats& s, DType dtype) {
   const bool nan = s.nan && *s.nan > 0;
   const bool pos_inf = s.pos_inf && *s.pos_inf > 0;
   const bool neg_inf = s.neg_inf && *s.neg_inf > 0;
@@ -394,6 +394,9 @@ MsprobeStatistics msprobe_statistics(const RecordedStats& s) {
     m.mean = pos_inf && neg_inf ? NaN : (pos_inf ? inf : -inf);
     m.norm = inf;
   }
+  if (dtype != DType::Float64)
+    for (std::optional<double>* v : {&m.max, &m.min, &m.mean, &m.norm})
+      if (*v) **v = static_cast<double>(static_cast<float>(**v));
   return m;
 }
 

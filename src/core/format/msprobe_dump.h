@@ -82,13 +82,14 @@ MsprobeCalls parse_msprobe_calls(const std::string& dump_text, const std::string
 // "Float32" / "BFloat16" (MindSpore); nullopt for one opdump does not decode (float8).
 std::optional<DType> msprobe_dtype(std::string name);
 
-// msprobe's Max, Min, Mean and Norm of a tensor: what torch's reductions give. NaN anywhere makes all
-// four NaN; an infinity is the extreme it is; +Inf and -Inf together make the mean NaN. Absent where
-// the recorded statistics cannot tell.
+// msprobe's Max, Min, Mean and Norm of a tensor of `dtype`: what torch's reductions give. NaN anywhere
+// makes all four NaN; an infinity is the extreme it is; +Inf and -Inf together make the mean NaN; the
+// values are float32 (torch reduces in float32 what is not float64), so that two tools summarizing
+// the same tensor agree to the bit where their sums round alike. Absent where the statistics cannot tell.
 struct MsprobeStatistics {
   std::optional<double> max, min, mean, norm;
 };
-MsprobeStatistics msprobe_statistics(const RecordedStats& s);
+MsprobeStatistics msprobe_statistics(const RecordedStats& s, DType dtype);
 
 // Tensor.__iadd__ -> add, Functional.cross_entropy -> cross_entropy_loss: the type aten gives the
 // op a PyTorch adapter sees for the same call.

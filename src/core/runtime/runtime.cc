@@ -53,6 +53,11 @@ void Runtime::init_dump() {
 void Runtime::set_dump(const std::string& config_path) { set_dump_config(load_config(config_path)); }
 
 void Runtime::set_dump_config(DumpConfig config) {
+  if (config.msprobe_layout)  // PrecisionDebugger writes that layout without the engine
+    throw ConfigError("opdump.layout",
+                      "\"msprobe\" is written by the Python PrecisionDebugger (from opdump import PrecisionDebugger); "
+                      "other routes write MindSpore's layout, which `opdump convert DUMP -o OUT --to msprobe` converts",
+                      config.source);
   for (const auto& w : config.warnings) log_warning(config.source + ": " + w);
   const std::string source = config.source;
   std::shared_ptr<Dumper> replaced;
