@@ -25,6 +25,7 @@ import os
 import warnings
 
 from . import _opdump
+from .gradients import on_gradients
 
 # PrecisionDebugger's keyword overrides and the config.json keys they replace (the msprobe
 # PyTorch data-dump guide: arguments other than config_path and model win over the file).
@@ -142,23 +143,10 @@ class _ModuleRecords:
 
     def _hook_gradients(self, class_name, name, results):
         """One backward record when the gradients of all the module's outputs that need one arrived."""
-        import torch
-        wanting = [t for t in results if t.requires_grad and torch.is_grad_enabled()]
-        if not wanting:
-            return
-        grads = [None] * len(wanting)
-        left = [len(wanting)]
-
-        def hook_for(i):
-            def hook(grad):
-                grads[i] = grad
-                left[0] -= 1
-                if left[0] == 0 and _opdump.dumping():  # no host copies of gradients nobody dumps
-                    self._guarded(name, lambda: _dump_record(class_name, name, _host(grads, copy=False), []))
-                return None
-            return hook
-        for i, t in enumerate(wanting):
-            t.register_hook(hook_for(i))
+        def done(grads):
+            if _opdump.dumping():  # no host copies of gradients nobody dumps
+                self._guarded(name, lambda: _dump_record(class_name, name, _host(grads, copy=False), []))
+        on_gradients(results, done)
 
 
 class PrecisionDebugger:

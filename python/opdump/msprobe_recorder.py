@@ -16,6 +16,8 @@ import sys
 import threading
 import warnings
 
+from .gradients import on_gradients
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _local = threading.local()  # .inside: a recorded call (or the recorder itself) is running on this thread
 
@@ -311,26 +313,13 @@ class MsprobeRecorder:
 
     def _module_gradients(self, name, output):
         """One backward record when the gradients of all the module's outputs that need one arrived."""
-        import torch
         if not self._selected(name):
             return
-        values = list(output) if isinstance(output, (list, tuple)) else [output]
-        wanting = [t for t in values if isinstance(t, torch.Tensor) and t.requires_grad and torch.is_grad_enabled()]
-        if not wanting:
-            return
-        grads = [None] * len(wanting)
-        left = [len(wanting)]
 
-        def hook_for(i):
-            def hook(grad):
-                grads[i] = grad
-                left[0] -= 1
-                if left[0] == 0 and self.writer.open():
-                    with _Inside():
-                        inputs = self._guarded(name, lambda: [self.writer.describe(g, f"{name}.input.{j}")
-                                                              for j, g in enumerate(grads)])
-                        self.writer.add(name, {"input": inputs, "output": []}, None, None, True)
-                return None
-            return hook
-        for i, t in enumerate(wanting):
-            t.register_hook(hook_for(i))
+        def done(grads):
+            if self.writer.open():
+                with _Inside():
+                    inputs = self._guarded(name, lambda: [self.writer.describe(g, f"{name}.input.{j}")
+                                                          for j, g in enumerate(grads)])
+                    self.writer.add(name, {"input": inputs, "output": []}, None, None, True)
+        on_gradients(list(output) if isinstance(output, (list, tuple)) else [output], done)

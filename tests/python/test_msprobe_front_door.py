@@ -24,6 +24,17 @@ def msprobe_config(dump_path, task="statistics", level="L1", step=(), rank=(), *
             "enable_dataloader": False, "async_dump": False, task: fields}
 
 
+def script_command(tmp_path, name, config, extra):
+    """The command running msprobe_script.py with `config` (a dict, written beside; None: none), and its result file."""
+    result = tmp_path / f"{name}_result.json"
+    cmd = [PYTHON, str(SCRIPT), str(result), *extra]
+    if config is not None:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(config))
+        cmd += ["--config", str(path)]
+    return cmd, result
+
+
 @pytest.fixture
 def script(tmp_path):
     """Runs msprobe_script.py with a config dict; returns (result, stderr, returncode)."""
@@ -31,12 +42,7 @@ def script(tmp_path):
 
     def _run(config=None, *extra, expect_ok=True, env=None):
         counter[0] += 1
-        result = tmp_path / f"result{counter[0]}.json"
-        cmd = [PYTHON, str(SCRIPT), str(result), *extra]
-        if config is not None:
-            path = tmp_path / f"config{counter[0]}.json"
-            path.write_text(json.dumps(config))
-            cmd += ["--config", str(path)]
+        cmd, result = script_command(tmp_path, f"run{counter[0]}", config, extra)
         run_env = dict(os.environ, PYTHONPATH=str(BUILD / "python"), **(env or {}))
         proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=600, cwd=tmp_path)
         if expect_ok:

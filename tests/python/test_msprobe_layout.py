@@ -12,19 +12,13 @@ import numpy as np
 import pytest
 
 from conftest import BUILD, PYTHON
-from test_msprobe_front_door import SCRIPT, msprobe_config
+from test_msprobe_front_door import SCRIPT, msprobe_config, script_command
 
 
 def dump_with_opdump(tmp_path, name, level="mix", step=(0, 1), *extra):
     """msprobe_script.py through opdump's PrecisionDebugger (statistics task); returns (dump folder, result)."""
-    config = tmp_path / f"{name}.json"
-    config.write_text(json.dumps(msprobe_config(tmp_path / name, level=level, step=list(step))))
-    result = tmp_path / f"{name}_result.json"
-    proc = subprocess.run([PYTHON, str(SCRIPT), str(result), "--config", str(config), "--model-arg", *extra],
-                          capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    return tmp_path / name, json.loads(result.read_text())
+    out, _ = run_script(tmp_path, name, msprobe_config(tmp_path / name, level=level, step=list(step)), "--model-arg", *extra)
+    return tmp_path / name, out
 
 
 def stats_of(values):
@@ -109,16 +103,13 @@ def test_non_finite_statistics_are_what_torch_gives_written_as_pythons_json_writ
 
 
 def test_a_tensor_dump_converts_with_statistics_computed_from_its_values(tmp_path, run):
-    config = tmp_path / "tensor.json"
-    config.write_text(json.dumps(msprobe_config(tmp_path / "dump", task="tensor", level="L1", step=[1], file_format="npy")))
-    result = tmp_path / "result.json"
-    subprocess.run([PYTHON, str(SCRIPT), str(result), "--config", str(config)], check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONPATH=str(BUILD / "python")), cwd=tmp_path, timeout=600)
+    out, _ = run_script(tmp_path, "tensor", msprobe_config(tmp_path / "dump", task="tensor", level="L1", step=[1],
+                                                           file_format="npy"))
     proc = run("convert", tmp_path / "dump", "-o", tmp_path / "ms", "--to", "msprobe")
     assert proc.returncode == 0, proc.stderr
     assert "computed from their values" in proc.stdout
     data = json.loads((tmp_path / "ms" / "step1" / "rank0" / "dump.json").read_text())["data"]
-    x = json.loads(result.read_text())["inputs"][1]
+    x = out["inputs"][1]
     t = data["Aten.linear.0.forward"]["input_args"][0]
     for key, value in stats_of(x).items():
         assert t[key] == pytest.approx(value, rel=1e-6, abs=1e-9), key
@@ -188,12 +179,7 @@ def test_msprobes_own_compare_reads_converted_dumps(tmp_path, run):
 
 def run_script(tmp_path, name, config, *extra, msprobe=False):
     """msprobe_script.py with `config` (None: no debugger); returns the script's result."""
-    result = tmp_path / f"{name}_result.json"
-    cmd = [PYTHON, str(SCRIPT), str(result), *extra]
-    if config is not None:
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps(config))
-        cmd += ["--config", str(path)]
+    cmd, result = script_command(tmp_path, name, config, extra)
     pythonpath = str(BUILD / "python")
     if msprobe:
         pythonpath = f"{MSPROBE_SRC}:{MSPROBE_STUBS}"
