@@ -185,14 +185,16 @@ uint64_t file_size_or_zero(const std::string& path) {
 }
 
 // Every tensor the dump holds, in msprobe's layout (export/msprobe_layout.h).
-int convert_to_msprobe(const std::string& src, const std::string& out) {
+int convert_to_msprobe(const std::string& src, const std::string& out, bool quiet) {
   const DumpIndex index = index_dump(src);
   for (const std::string& w : index.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
   if (index.entries.empty()) {
     std::fprintf(stderr, "opdump: nothing to convert in %s (no tensors or statistics)\n", src.c_str());
     return kExitFailure;
   }
-  const MsprobeExport e = export_msprobe_layout(index, out);
+  Progress progress("convert: tensors", index.entries.size(), 0, Progress::for_terminal(quiet));
+  const MsprobeExport e = export_msprobe_layout(index, out, &progress);
+  progress.finish();
   for (const std::string& w : e.warnings) std::fprintf(stderr, "opdump: warning: %s\n", w.c_str());
   std::printf("wrote %zu call(s), %zu tensor(s) in msprobe's layout (step{N}/rank{R}/dump.json) into %s: %zu folder(s)\n",
               e.calls, e.tensors, out.c_str(), e.folders);
@@ -231,7 +233,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
     if (opt->to == "msprobe") {
       if (!opt->format.empty() || !opt->shape_text.empty())
         throw Error("--to msprobe: -f/--format and --shape apply to bin files converted one by one, not to a whole dump");
-      *exit_code = convert_to_msprobe(opt->src, opt->out);
+      *exit_code = convert_to_msprobe(opt->src, opt->out, opt->quiet);
       return;
     }
     ConvertOptions o;

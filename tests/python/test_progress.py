@@ -94,6 +94,9 @@ def test_convert_and_compare_show_progress_in_a_terminal(npy_folder, tmp_path):
     assert code == 0, text
     assert "\rcompare: tensor pairs: 12/12 (100%), " in text, text
     assert "B/s" in text
+    code, text = in_terminal("convert", npy_folder, "-o", tmp_path / "msprobe", "--to", "msprobe")
+    assert code == 0, text
+    assert "\rconvert: tensors: 12/12 (100%), " in text, text  # msprobe's layout: statistics of each tensor
 
 
 def test_quiet_short_or_piped_work_shows_none(npy_folder, tmp_path, run):

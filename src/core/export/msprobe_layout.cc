@@ -77,7 +77,8 @@ std::string module_of_record(const std::string& name) {
 
 class Exporter {
  public:
-  Exporter(const DumpIndex& index, MsprobeExport& out) : index_(index), out_(out) {}
+  Exporter(const DumpIndex& index, MsprobeExport& out, Progress* progress)
+      : index_(index), out_(out), progress_(progress) {}
 
   void run(const std::string& out_root) {
     std::map<std::pair<int64_t, uint32_t>, Folder> folders;
@@ -125,7 +126,15 @@ class Exporter {
   }
 
   ordered_json tensor(const DumpEntry* e) {
-    if (!e || !e->placeholder.empty()) return nullptr;  // an undefined tensor: msprobe writes null
+    if (!e) return nullptr;
+    struct Advance {  // also when the tensor fails
+      Progress* p;
+      uint64_t bytes = 0;
+      ~Advance() {
+        if (p) p->advance(1, bytes);
+      }
+    } advance{progress_};
+    if (!e->placeholder.empty()) return nullptr;  // an undefined tensor: msprobe writes null
     ++out_.tensors;
     ordered_json t;
     t["type"] = "torch.Tensor";
@@ -136,6 +145,7 @@ class Exporter {
     } else if (e->unreadable.empty()) {
       try {
         const Tensor values = load_entry(*e);
+        advance.bytes = values.view().nbytes();
         put_statistics(t, RecordedStats::of(compute_stats(values.view())), e->dtype);
         ++out_.statistics_computed;
       } catch (const Error& err) {
@@ -228,6 +238,7 @@ class Exporter {
 
   const DumpIndex& index_;
   MsprobeExport& out_;
+  Progress* progress_;
 };
 
 }  // namespace
@@ -238,9 +249,9 @@ bool is_msprobe_call_name(const std::string& name) {
   return std::regex_match(name, re);
 }
 
-MsprobeExport export_msprobe_layout(const DumpIndex& index, const std::string& out_root) {
+MsprobeExport export_msprobe_layout(const DumpIndex& index, const std::string& out_root, Progress* progress) {
   MsprobeExport out;
-  Exporter(index, out).run(out_root);
+  Exporter(index, out, progress).run(out_root);
   return out;
 }
 

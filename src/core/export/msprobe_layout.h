@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "read/dump_index.h"
+#include "util/progress.h"
 
 namespace opdump {
 
@@ -30,7 +31,8 @@ struct MsprobeExport {
 // statistics dump (task "statistics"), its statistics computed from the values where the dump has
 // them. Throws opdump::Error naming the file when one cannot be written; every file is written
 // whole or not at all.
-MsprobeExport export_msprobe_layout(const DumpIndex& index, const std::string& out_root);
+// `progress`: advanced by one per tensor (and its file's bytes where its values are read); may be null.
+MsprobeExport export_msprobe_layout(const DumpIndex& index, const std::string& out_root, Progress* progress = nullptr);
 
 // "Functional.conv2d.0.forward", "Module.conv1.Conv2d.forward.0", "Tensor.__add__.3.backward",
 // "Module.fc.Linear.parameters_grad.0": a call named as msprobe names them.
