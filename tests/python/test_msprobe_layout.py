@@ -177,15 +177,15 @@ def test_msprobes_own_compare_reads_converted_dumps(tmp_path, run):
 
 # ---- PrecisionDebugger writing msprobe's layout itself ("opdump": {"layout": "msprobe"}) ----------------------
 
-def run_script(tmp_path, name, config, *extra, msprobe=False):
-    """msprobe_script.py with `config` (None: no debugger); returns the script's result."""
+def run_script(tmp_path, name, config, *extra, msprobe=False, env=None):
+    """msprobe_script.py with `config` (None: no debugger); returns the script's result and its stderr."""
     cmd, result = script_command(tmp_path, name, config, extra)
     pythonpath = str(BUILD / "python")
     if msprobe:
         pythonpath = f"{MSPROBE_SRC}:{MSPROBE_STUBS}"
         cmd.append("--msprobe")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env=dict(os.environ, PYTHONPATH=pythonpath))
+                          env=dict(os.environ, PYTHONPATH=pythonpath, **(env or {})))
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(result.read_text()), proc.stderr
 
@@ -266,6 +266,16 @@ def test_list_and_data_mode_choose_what_is_recorded(tmp_path):
     run_script(tmp_path, "fwd", layout_config(tmp_path / "fwd", level="L1", step=[0], data_mode=["forward", "output"]))
     data = step_data(tmp_path / "fwd", 0)["data"]
     assert data and all(name.endswith(".forward") and set(v) == {"output"} for name, v in data.items()), data
+
+
+def test_each_rank_writes_its_own_folder_and_an_unlisted_rank_none(tmp_path):
+    run_script(tmp_path, "r1", layout_config(tmp_path / "r1", level="L1", step=[0], rank=[1]),
+               env={"RANK": "1", "LOCAL_RANK": "1"})
+    assert [p.relative_to(tmp_path / "r1").as_posix() for p in (tmp_path / "r1").glob("step*/rank*")] == ["step0/rank1"]
+    _, err = run_script(tmp_path, "r0", layout_config(tmp_path / "r0", level="L1", step=[0], rank=[1]),
+                        env={"RANK": "0", "LOCAL_RANK": "0"})
+    assert not (tmp_path / "r0").exists()
+    assert "recorded nothing" in err, err  # an empty result is said, not silent
 
 
 def test_opdumps_compare_reads_the_layout_and_names_a_planted_change(tmp_path, run):
