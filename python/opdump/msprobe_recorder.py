@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 
 from .gradients import on_gradients
 
@@ -73,6 +74,19 @@ def _targets():
 
 def _inside():
     return getattr(_local, "inside", False)
+
+
+# A process forked while recording (DataLoader workers) records nothing: its records would never be written, and
+# summarizing its batches would slow the loading down.
+_recorders = weakref.WeakSet()
+
+
+def _stop_in_child():
+    for recorder in list(_recorders):
+        recorder.active = False
+
+
+os.register_at_fork(after_in_child=_stop_in_child)
 
 
 class _Inside:
@@ -142,6 +156,7 @@ class MsprobeRecorder:
 
     # -- installation -------------------------------------------------------------------------------
     def install(self):
+        _recorders.add(self)
         if self.apis:
             for namespace, name, prefix in _targets():
                 own = name in vars(namespace)

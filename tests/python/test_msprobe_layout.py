@@ -333,6 +333,11 @@ def test_apis_are_restored_and_a_failing_record_never_stops_the_training(tmp_pat
         debugger.start(model)
         assert torch.nn.functional.linear is not original[0]  # wrapped while dumping
         model(torch.ones(4, 3))
+        pid = os.fork()  # as a DataLoader worker is: the child records nothing
+        if pid == 0:
+            os._exit(0 if not opdump.PrecisionDebugger._instance._recorder.active else 1)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        assert opdump.PrecisionDebugger._instance._recorder.active  # the parent goes on recording
         with pytest.raises(RuntimeError):  # the API's own error, unchanged
             torch.nn.functional.linear(torch.ones(2, 5), model.weight)
         broken = MsprobeWriter.describe
