@@ -519,6 +519,9 @@ def get_op_map(path=None):
 
 @atexit.register
 def _finalize_at_exit():
+    debugger = PrecisionDebugger._instance
+    if debugger is not None and getattr(debugger, "_recorder", None) is not None:
+        debugger.finish()  # msprobe's layout: the step in progress is written
     if _opdump.dumping() or _opdump.dump_root():
         _opdump.finalize_dump()
 

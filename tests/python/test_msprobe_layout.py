@@ -278,6 +278,18 @@ def test_each_rank_writes_its_own_folder_and_an_unlisted_rank_none(tmp_path):
     assert "recorded nothing" in err, err  # an empty result is said, not silent
 
 
+def test_a_step_left_open_is_written_at_exit(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(layout_config(tmp_path / "dump", level="L1", step=[])))
+    code = ("import torch\nfrom opdump import PrecisionDebugger\n"
+            f"d = PrecisionDebugger(config_path={str(config)!r})\n"
+            "d.start(torch.nn.Linear(2, 2))\ntorch.relu(torch.ones(3))\n")  # no stop(), no step(): the script ends
+    proc = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    assert list(step_data(tmp_path / "dump", 0)["data"]) == ["Torch.relu.0.forward"]
+
+
 def test_opdumps_compare_reads_the_layout_and_names_a_planted_change(tmp_path, run):
     run_script(tmp_path, "a", layout_config(tmp_path / "a"), "--model-arg")
     run_script(tmp_path, "b", layout_config(tmp_path / "b"), "--model-arg", "--plant-overflow", "2")
