@@ -7,6 +7,7 @@ import math
 import os
 import pathlib
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -345,7 +346,9 @@ def test_apis_are_restored_and_a_failing_record_never_stops_the_training(tmp_pat
         debugger.start(model)
         assert torch.nn.functional.linear is not original[0]  # wrapped while dumping
         model(torch.ones(4, 3))
-        pid = os.fork()  # as a DataLoader worker is: the child records nothing
+        with warnings.catch_warnings():  # Python 3.12+ warns of fork() beside threads; the child only exits
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()  # as a DataLoader worker is: the child records nothing
         if pid == 0:
             os._exit(0 if not opdump.PrecisionDebugger._instance._recorder.active else 1)
         assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
