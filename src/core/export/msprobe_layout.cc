@@ -60,6 +60,7 @@ struct Call {
 
 struct Folder {
   std::vector<Call> calls;
+  std::map<std::string, uint64_t> counts;  // calls so far per name stem and direction ("Aten.add.forward")
 };
 
 std::string prefix_for(const DumpEntry& e) {
@@ -68,21 +69,13 @@ std::string prefix_for(const DumpEntry& e) {
   return aten ? "Aten" : "Primitive";
 }
 
-// The module of an msprobe module record: "Module.layer1.0.conv1.Conv2d.forward.0" -> "layer1.0.conv1".
-std::string module_of_record(const std::string& name) {
-  static const std::regex re(R"(^Module\.(.+)\.[^.]+\.(forward|backward|parameters_grad)\.\d+$)");
-  std::smatch m;
-  return std::regex_match(name, m, re) ? m[1].str() : "";
-}
-
 class Exporter {
  public:
   Exporter(const DumpIndex& index, MsprobeExport& out, Progress* progress)
       : index_(index), out_(out), progress_(progress) {}
 
   void run(const std::string& out_root) {
-    std::map<std::pair<int64_t, uint32_t>, Folder> folders;
-    std::map<std::pair<int64_t, uint32_t>, std::map<std::string, uint64_t>> counts;  // per step and rank
+    std::map<std::pair<int64_t, uint32_t>, Folder> folders;  // by step and rank
     bool first = true;
     std::tuple<int64_t, uint32_t, uint64_t, std::string, uint64_t> last_key;
     for (const DumpEntry& e : index_.entries) {
@@ -91,7 +84,7 @@ class Exporter {
       auto key = std::make_tuple(where.first, where.second, e.order, e.op_name, e.occurrence);
       Folder& folder = folders[where];
       if (first || key != last_key) {
-        folder.calls.push_back(new_call(e, counts[where]));
+        folder.calls.push_back(new_call(e, folder.counts));
         last_key = std::move(key);
         first = false;
       }
@@ -175,7 +168,7 @@ class Exporter {
     std::map<std::string, std::vector<size_t>> module_calls;  // forward module records by module path
     for (size_t i = 0; i < folder.calls.size(); ++i) {
       const Call& c = folder.calls[i];
-      if (!c.backward && c.name.rfind("Module.", 0) == 0) module_calls[module_of_record(c.name)].push_back(i);
+      if (!c.backward && c.name.rfind("Module.", 0) == 0) module_calls[module_path(c.name)].push_back(i);
     }
     ordered_json data = ordered_json::object(), construct = ordered_json::object();
     for (size_t i = 0; i < folder.calls.size(); ++i) {
@@ -212,7 +205,7 @@ class Exporter {
     const Call& c = folder.calls[i];
     std::string path = c.module;
     if (c.name.rfind("Module.", 0) == 0) {
-      path = module_of_record(c.name);
+      path = module_path(c.name);
       if (!drop_last_attribute(path)) return nullptr;
     }
     for (;;) {

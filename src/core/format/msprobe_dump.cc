@@ -211,14 +211,6 @@ const Reorder* reorder_of(const std::string& api_type) {
   return nullptr;
 }
 
-// "Module.layer1.0.conv1.Conv2d.forward.0" -> "layer1.0.conv1" (msprobe's module names: path,
-// class, direction, call index).
-std::string module_path(const std::string& module) {
-  const auto parts = split(module, '.');
-  if (parts.size() < 4 || !is_module_prefix(parts[0])) return "";
-  return join(parts, 1, parts.size() - 3);
-}
-
 std::optional<double> statistic(const ordered_json& t, const char* key) {
   auto it = t.find(key);
   if (it == t.end() || it->is_null()) return std::nullopt;
@@ -372,6 +364,12 @@ std::string call_site(const ordered_json& frames) {
 }
 
 }  // namespace
+
+std::string module_path(const std::string& module) {
+  const auto parts = split(module, '.');
+  if (parts.size() < 4 || !is_module_prefix(parts[0])) return "";
+  return join(parts, 1, parts.size() - 3);
+}
 
 MsprobeStatistics msprobe_statistics(const RecordedStats& s, DType dtype) {
   const bool nan = s.nan && *s.nan > 0;

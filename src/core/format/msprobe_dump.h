@@ -82,6 +82,10 @@ MsprobeCalls parse_msprobe_calls(const std::string& dump_text, const std::string
 // "Float32" / "BFloat16" (MindSpore); nullopt for one opdump does not decode (float8).
 std::optional<DType> msprobe_dtype(std::string name);
 
+// The module path of an msprobe module record: "Module.layer1.0.conv1.Conv2d.forward.0" -> "layer1.0.conv1"
+// (path, class, direction or parameters_grad, call index); "" for other names.
+std::string module_path(const std::string& module);
+
 // msprobe's Max, Min, Mean and Norm of a tensor of `dtype`: what torch's reductions give. NaN anywhere
 // makes all four NaN; an infinity is the extreme it is; +Inf and -Inf together make the mean NaN; the
 // values are float32 (torch reduces in float32 what is not float64), so that two tools summarizing
