@@ -9,7 +9,7 @@
 #include "opdump/error.h"
 #include "util/log.h"
 #include "opdump/opdump.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 #include "load_mode.h"
 #include "opdump/torch.h"
 #include "observer.h"
@@ -96,7 +96,7 @@ PYBIND11_MODULE(_opdump, m) {
   m.doc() = "opdump native module (see the opdump package for the documented API)";
   // The observer only: the package applies the environment itself (opdump/__init__.py), so that
   // compiled code is switched to eager before a dump starts.
-  opdump::pt::detail::install_observer(opdump::Runtime::instance());
+  opdump::pt::detail::install_observer(opdump::runtime_interface());
 
   static py::exception<opdump::Error> error(m, "OpdumpError", PyExc_RuntimeError);
   static py::exception<opdump::ConfigError> config_error(m, "ConfigError", error.ptr());
@@ -110,7 +110,7 @@ PYBIND11_MODULE(_opdump, m) {
     }
   });
 
-  auto& rt = opdump::Runtime::instance();
+  opdump::RuntimeInterface& rt = opdump::runtime_interface();
   rt.set_python_hooks({&python_stack, &python_location});
   // Calls that may finalize a dump (set_dump replaces one) release the GIL: finalizing waits for
   // ops in flight on other threads, which may need it.
@@ -124,7 +124,7 @@ PYBIND11_MODULE(_opdump, m) {
     rt.set_dump_config(opdump::parse_config(text, source));
   }, py::call_guard<py::gil_scoped_release>());
   m.def("finalize_dump", [&rt] {
-    auto d = rt.dumper();
+    auto d = rt.dump_sink();
     opdump::WriterReport r;
     {
       py::gil_scoped_release release;
@@ -211,19 +211,19 @@ PYBIND11_MODULE(_opdump, m) {
   });
   // Whether the dump selects `iteration` or a later one (msprobe's front end finishes after the last).
   m.def("selected_from", [&rt](uint64_t iteration) {
-    auto d = rt.dumper();
+    auto d = rt.dump_sink();
     if (!d) return false;
-    const opdump::IterationSet& s = d->config().iterations;
+    const opdump::IterationSet& s = d->settings().iterations;
     return s.contains(iteration) || s.next_after(iteration) != UINT64_MAX;
   });
   m.def("iteration", [&rt] { return rt.iteration(); });
   m.def("dumping", [&rt] { return rt.dumping(); });
   m.def("dump_root", [&rt] {
-    auto d = rt.dumper();
+    auto d = rt.dump_sink();
     return d ? d->run_root() : std::string();
   });
   m.def("counters", [&rt] {
-    auto d = rt.dumper();
+    auto d = rt.dump_sink();
     return counters_dict(d ? d->counters() : opdump::DumpCounters{});
   });
   m.def("register_model", [&rt](const std::string& name) { return rt.register_model(name); });

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opdump/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,29 +37,29 @@ typedef struct opdump_tensor {
   const void* data;
 } opdump_tensor;
 
-int opdump_init(const char* config_path_or_null);
-int opdump_init_dump(void);
-int opdump_set_dump(const char* config_path);
+OPDUMP_API int opdump_init(const char* config_path_or_null);
+OPDUMP_API int opdump_init_dump(void);
+OPDUMP_API int opdump_set_dump(const char* config_path);
 /* The config as JSON text (any dialect). */
-int opdump_set_dump_json(const char* json_text);
-int opdump_finalize_dump(void);
+OPDUMP_API int opdump_set_dump_json(const char* json_text);
+OPDUMP_API int opdump_finalize_dump(void);
 /* The same, filling *report (may be NULL). */
-int opdump_finalize_dump_report(opdump_report* report);
-int opdump_finalize(void);
-int opdump_step(void);
-int opdump_register_model(const char* name, uint64_t* model_id);
+OPDUMP_API int opdump_finalize_dump_report(opdump_report* report);
+OPDUMP_API int opdump_finalize(void);
+OPDUMP_API int opdump_step(void);
+OPDUMP_API int opdump_register_model(const char* name, uint64_t* model_id);
 /* Module scopes for the names of the ops that follow ("encoder-Encoder", then "layer0-Linear"). */
-int opdump_push_scope(const char* element);
-int opdump_pop_scope(void);
+OPDUMP_API int opdump_push_scope(const char* element);
+OPDUMP_API int opdump_pop_scope(void);
 /* Reports an operator that ran: named "{scopes}/{op_type}-op{n}" and dumped as the config selects
  * (nothing happens when no dump is active). For runtimes without an adapter. */
-int opdump_dump_op(const char* op_type, const opdump_tensor* inputs, size_t num_inputs, const opdump_tensor* outputs,
+OPDUMP_API int opdump_dump_op(const char* op_type, const opdump_tensor* inputs, size_t num_inputs, const opdump_tensor* outputs,
                    size_t num_outputs);
 /* The folder this process dumps into; "" when no dump is configured (valid until the next call). */
-const char* opdump_dump_root(void);
+OPDUMP_API const char* opdump_dump_root(void);
 /* The library's version, "MAJOR.MINOR.PATCH". */
-const char* opdump_version(void);
-const char* opdump_last_error(void);
+OPDUMP_API const char* opdump_version(void);
+OPDUMP_API const char* opdump_last_error(void);
 
 #ifdef __cplusplus
 }

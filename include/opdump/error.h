@@ -3,16 +3,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "opdump/api.h"
+
 namespace opdump {
 
 // Base of every exception opdump throws.
-class Error : public std::runtime_error {
+class OPDUMP_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 // Invalid configuration: the message names the file, the JSON path, the value and what is allowed.
-class ConfigError : public Error {
+class OPDUMP_API ConfigError : public Error {
  public:
   ConfigError(std::string field, std::string reason, std::string source = "")
       : Error(compose(source, field, reason)),
@@ -35,7 +37,7 @@ class ConfigError : public Error {
 };
 
 // A dump file that cannot be read: the message names the file and what is wrong.
-class FormatError : public Error {
+class OPDUMP_API FormatError : public Error {
  public:
   FormatError(const std::string& file, const std::string& message)
       : Error(file + ": " + message), file_(file) {}
@@ -46,7 +48,7 @@ class FormatError : public Error {
 };
 
 // A failed system call (open, write, rename...), with the path and errno text.
-class IoError : public Error {
+class OPDUMP_API IoError : public Error {
  public:
   IoError(const std::string& path, const std::string& what, int err);
   int error_number() const noexcept { return errno_; }

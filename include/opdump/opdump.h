@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "opdump/api.h"
 #include "opdump/error.h"
 #include "opdump/report.h"
 #include "opdump/scopes.h"
@@ -14,22 +15,22 @@
 namespace opdump {
 
 // init(config path or "") once per process; init_dump / set_dump / finalize_dump as in the CANN aclmdlSetDump reference.
-void init(const std::string& config_path = "");
-void init_dump();
-void set_dump(const std::string& config_path);
+OPDUMP_API void init(const std::string& config_path = "");
+OPDUMP_API void init_dump();
+OPDUMP_API void set_dump(const std::string& config_path);
 // The same with the config's JSON text; `source` names it in error messages.
-void set_dump_json(const std::string& json_text, const std::string& source = "<json>");
-WriterReport finalize_dump();
-void finalize();
+OPDUMP_API void set_dump_json(const std::string& json_text, const std::string& source = "<json>");
+OPDUMP_API WriterReport finalize_dump();
+OPDUMP_API void finalize();
 
 // Ends the current iteration (training step); inference programs may call it per request.
-void step();
-uint64_t iteration();
+OPDUMP_API void step();
+OPDUMP_API uint64_t iteration();
 
 // The folder this process dumps into ("" when no dump is configured).
-std::string dump_root();
+OPDUMP_API std::string dump_root();
 // The library's version ("0.1.0"); OPDUMP_VERSION in opdump/version.h is the headers'.
-std::string version();
+OPDUMP_API std::string version();
 
 // One tensor of an operator reported by dump_op: contiguous host memory, copied before dump_op returns.
 struct HostTensor {
@@ -42,14 +43,14 @@ struct HostTensor {
 // "{scope}/{op_type}-op{n}" under the current ModelScope/ScopeGuard scopes, and dumped as the config
 // selects (iterations, dump_list, kernels, inputs/outputs, tensors/statistics). Debug scenes (overflow,
 // exception, watcher) need an adapter and ignore these ops. Does nothing when no dump is active.
-void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs,
+OPDUMP_API void dump_op(const std::string& op_type, const std::vector<HostTensor>& inputs,
              const std::vector<HostTensor>& outputs);
 
 // Registers a model name for dump_list selection; returns its model id.
-uint64_t register_model(const std::string& name);
+OPDUMP_API uint64_t register_model(const std::string& name);
 
 // Runs the enclosed code as model `name`: ops get the model's folder and "name-Class" scope.
-class ModelScope {
+class OPDUMP_API ModelScope {
  public:
   explicit ModelScope(const std::string& name, const std::string& class_name = "");
   ~ModelScope();

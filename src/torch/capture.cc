@@ -66,16 +66,16 @@ std::unique_ptr<c10::Event> record_event(const at::Device& device) {
 }
 }  // namespace
 
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t, AsyncWriter* writer) {
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t, DumpSink* dump) {
   const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
   if (t.device().is_cpu()) {
-    // Into opdump's own memory (the writer's reused copy memory, or a HeapBuffer: large blocks are
+    // Into opdump's own memory (the dump writer's reused copy memory, or a HeapBuffer: large blocks are
     // unmapped once done with), not the framework allocator's, whose freed blocks would stay in the
     // process's heaps.
     std::shared_ptr<const Buffer> memory;
     uint8_t* bytes_at;
-    if (writer) {
-      auto copy_memory = writer->allocate_copy(bytes);
+    if (dump) {
+      auto copy_memory = dump->allocate_copy(bytes);
       bytes_at = copy_memory->mutable_data();
       memory = std::move(copy_memory);
     } else {
@@ -87,7 +87,7 @@ std::shared_ptr<Buffer> host_copy(const at::Tensor& t, AsyncWriter* writer) {
     copy.copy_(t);
     return std::make_shared<TensorBuffer>(std::move(copy), nullptr, std::move(memory), nullptr);
   }
-  std::shared_ptr<const void> charge = writer ? writer->charge(bytes) : nullptr;
+  std::shared_ptr<const void> charge = dump ? dump->charge(bytes) : nullptr;
   at::Tensor pinned =
       at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true).memory_format(at::MemoryFormat::Contiguous));
   pinned.copy_(t, /*non_blocking=*/true);
@@ -123,7 +123,7 @@ DumpTensor dump_copy(const at::Tensor& t) {
 
 namespace {
 
-void capture_one(const at::Tensor& t, Dumper& dumper, StatsCache& cache, PendingWork& barrier,
+void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, PendingWork& barrier,
                  std::vector<DumpTensor>& out, uint64_t* stream_id,
                  const std::vector<const c10::StorageImpl*>* written, std::optional<QuietAten>& quiet) {
   if (std::string why = undumpable_reason(t); !why.empty()) {
@@ -133,20 +133,20 @@ void capture_one(const at::Tensor& t, Dumper& dumper, StatsCache& cache, Pending
   DType dtype;
   dtype_of(t.scalar_type(), &dtype);
   if (!t.device().is_cpu()) *stream_id = stream_of(t);
-  const DumpConfig& config = dumper.config();
+  const AdapterSettings& settings = dumper.settings();
   DumpTensor d;
   d.view = TensorView{nullptr, dtype, Shape(t.sizes().begin(), t.sizes().end())};
-  const bool on_device = !t.device().is_cpu() || config.stat_calc_mode == StatCalcMode::Device;
+  const bool on_device = !t.device().is_cpu() || settings.statistics_on_device;
   // Only host statistics of a contiguous tensor run no ATen op (copies, detach, device reductions do).
-  if (!quiet && (on_device || config.dumps_tensors() || config.file_format == FileFormat::Bin || !t.is_contiguous()))
+  if (!quiet && (on_device || settings.tensors || settings.bin_files || !t.is_contiguous()))
     quiet.emplace();
-  if (config.dumps_tensors() || config.file_format == FileFormat::Bin) {
+  if (settings.tensors || settings.bin_files) {
     // Counted against max_inflight_mb before it is allocated: an op's input copies wait for its
     // outputs, and each op nested in it holds copies of its own.
-    auto copy = host_copy(t.detach(), &dumper.writer());
+    auto copy = host_copy(t.detach(), &dumper);
     d.view.data = copy->data();
     d.owner = copy;
-    if (config.dumps_statistics() && on_device) d.deferred_stats = device_stats(t.detach());
+    if (settings.statistics && on_device) d.deferred_stats = device_stats(t.detach());
   } else if (on_device) {
     d.deferred_stats = device_stats(t.detach());
   } else {
@@ -160,7 +160,7 @@ void capture_one(const at::Tensor& t, Dumper& dumper, StatsCache& cache, Pending
 
 }  // namespace
 
-void capture_tensors(const std::vector<at::Tensor>& tensors, Dumper& dumper, StatsCache& cache, PendingWork& barrier,
+void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache, PendingWork& barrier,
                      std::vector<DumpTensor>& out, uint64_t* stream_id,
                      const std::vector<const c10::StorageImpl*>* written, const std::vector<bool>* out_buffers) {
   std::optional<QuietAten> quiet;  // made before the first ATen call

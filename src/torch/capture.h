@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "dumper/dumper.h"
+#include "dumper/dump_sink.h"
 
 namespace opdump::pt::detail {
 
@@ -21,9 +21,9 @@ struct QuietAten {
 
 bool dtype_of(at::ScalarType s, DType* out);
 // A host copy of a tensor; for device tensors an asynchronous copy into pinned memory that
-// Buffer::wait_ready() waits for. With a `writer`, a copy to be written: its bytes count as in flight
-// until the copy is dropped (AsyncWriter::charge), and host copies reuse the writer's copy memory.
-std::shared_ptr<Buffer> host_copy(const at::Tensor& t, AsyncWriter* writer = nullptr);
+// Buffer::wait_ready() waits for. With a `dump`, a copy to be written: its bytes count as in flight
+// until the copy is dropped (DumpSink::charge), and host copies reuse its writer's copy memory.
+std::shared_ptr<Buffer> host_copy(const at::Tensor& t, DumpSink* dump = nullptr);
 // Every tensor of an op's arguments or results in dump slot order (undefined ones included).
 // `Values`: RecordFunction::inputs() or outputs(), whose types differ between versions.
 template <typename Values>
@@ -61,7 +61,7 @@ class PendingWork;
 // is, whatever made it: storages filled by code no observer sees (torch.tensor's copy from Python
 // data, extensions writing data_ptr) hold real bytes. `stream_id`: raised to the tensors' stream.
 // Runs ATen calls: the caller keeps its own callbacks from observing them.
-void capture_tensors(const std::vector<at::Tensor>& tensors, Dumper& dumper, StatsCache& cache, PendingWork& barrier,
+void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache, PendingWork& barrier,
                      std::vector<DumpTensor>& out, uint64_t* stream_id,
                      const std::vector<const c10::StorageImpl*>* written = nullptr,
                      const std::vector<bool>* out_buffers = nullptr);

@@ -12,7 +12,7 @@
 #include "opdump/error.h"
 #include "opdump/opdump.h"
 #include "opdump/torch.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 
 namespace {
 
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     opdump::DumpConfig config = opdump::load_config(config_path);
     config.dump_path = std::filesystem::path(out).lexically_normal().string();
     while (config.dump_path.size() > 1 && config.dump_path.back() == '/') config.dump_path.pop_back();
-    opdump::Runtime::instance().set_dump_config(config);
+    opdump::runtime_interface().set_dump_config(config);
 
     torch::manual_seed(0);
     torch::set_num_threads(2);
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
                   config.iterations.contains(static_cast<uint64_t>(it)) ? "  (dumped)" : "");
       opdump::step();
     }
-    auto dumper = opdump::Runtime::instance().dumper();
+    auto dumper = opdump::runtime_interface().dump_sink();
     const std::string root = dumper->run_root();
     const opdump::WriterReport r = opdump::finalize_dump();
     const opdump::DumpCounters c = dumper->counters();

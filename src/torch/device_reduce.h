@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "debug_scenes/debug_scenes.h"
-#include "dumper/dumper.h"
+#include "dumper/dump_sink.h"
 #include "stats/stats.h"
 #include "util/tensor.h"
 

@@ -9,7 +9,7 @@
 
 #include "load_mode.h"
 #include "opdump/torch.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 #include "util/log.h"
 
 namespace opdump::pt {
@@ -101,7 +101,7 @@ H5Dumper::H5Dumper(const H5DumperOptions& options) : plan_(plan_h5_dump(options)
     start_load(plan_.load_file, plan_.h5_path, plan_.acl_config);
     load_ = true;
   } else {
-    Runtime::instance().set_dump_config(parse_config(plan_.config_json, "opdump::pt::H5Dumper"));
+    runtime_interface().set_dump_config(parse_config(plan_.config_json, "opdump::pt::H5Dumper"));
   }
   running_ = true;
 }
@@ -117,7 +117,7 @@ H5Dumper::~H5Dumper() {
 WriterReport H5Dumper::stop() {
   if (!running_) return report_;
   running_ = false;
-  if (!load_) return report_ = Runtime::instance().finalize_dump();
+  if (!load_) return report_ = runtime_interface().finalize_dump();
   const LoadReport r = stop_load();
   report_.files_written = r.matched;
   if (r.failed) report_.first_error = r.problems.empty() ? "a stored call failed to run" : r.problems.front();

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "dumper/dumper.h"
+#include "dumper/dump_sink.h"
 #include "stats/stats.h"
 
 namespace opdump::pt::detail {

@@ -17,9 +17,8 @@
 #include "replay/arguments.h"
 #include "replay/op_call.h"
 #include "opdump/opdump.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 #include "util/file_read.h"
-#include "writer/async_writer.h"
 
 namespace opdump::pt {
 namespace {
@@ -117,8 +116,7 @@ class Session {
       return std::tie(x.ir, x.seqid) < std::tie(y.ir, y.seqid);
     });
     for (size_t i = 0; i < calls_.size(); ++i) by_ir_[calls_[i].ir].push_back(i);
-    writer_ = std::make_unique<AsyncWriter>(WriterOptions{1, uint64_t(256) << 20, PageCache::Use});
-    h5_ = std::make_unique<H5Dump>(out_file_, *writer_);
+    h5_ = open_h5_output(out_file_, WriterOptions{1, uint64_t(256) << 20, PageCache::Use});
     if (!acl_config.empty()) start_kernel_dump(acl_config);
     handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&Session::start_cb, &Session::end_cb)
                                         .needsInputs(true)
@@ -128,10 +126,9 @@ class Session {
   LoadReport stop() {
     at::removeCallback(handle_);
     if (kernel_dump_) {
-      const WriterReport k = Runtime::instance().finalize_dump();
+      const WriterReport k = runtime_interface().finalize_dump();
       if (!k.ok()) problems_.push_back("the kernel dump of the re-run calls: " + k.first_error);
     }
-    writer_->drain();
     LoadReport r;
     r.out_file = out_file_;
     try {
@@ -139,7 +136,7 @@ class Session {
     } catch (const Error& e) {
       problems_.push_back(e.what());
     }
-    const WriterReport w = writer_->report();
+    const WriterReport w = h5_->report();
     if (!w.first_error.empty()) problems_.push_back(w.first_error);
     r.stored = calls_.size();
     r.matched = matched_;
@@ -202,8 +199,8 @@ class Session {
     doc["dump"]["dump_list"] = json::array({{{"model_name", kLoadModel}}});
     doc["dump"]["dump_op_switch"] = "off";
     doc["opdump"]["level"] = "kernel";
-    Runtime::instance().set_dump_config(parse_config(doc.dump(), acl_config));
-    Runtime::instance().register_model(kLoadModel);
+    runtime_interface().set_dump_config(parse_config(doc.dump(), acl_config));
+    runtime_interface().register_model(kLoadModel);
     kernel_dump_ = true;
   }
 
@@ -257,8 +254,7 @@ class Session {
   std::string out_file_;
   std::vector<StoredCall> calls_;
   std::map<std::string, std::vector<size_t>> by_ir_;
-  std::unique_ptr<AsyncWriter> writer_;
-  std::unique_ptr<H5Dump> h5_;
+  std::unique_ptr<H5Output> h5_;
   at::CallbackHandle handle_ = 0;
   bool kernel_dump_ = false;
   static constexpr const char* kLoadModel = "opdump_load";

@@ -28,9 +28,10 @@
 #include "kernel_args.h"
 #include "module_scope.h"
 #include "opdump/error.h"
+#include "opdump/scopes.h"
 #include "util/log.h"
 #include "runtime/op_report.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 #include "select/op_kinds.h"
 #include "tensor_ids.h"
 #include "thread_state.h"
@@ -41,18 +42,18 @@ namespace {
 
 class Observer final : public RuntimeListener {
  public:
-  explicit Observer(Runtime& runtime) : runtime_(runtime), scenes_(runtime, barrier_), ids_(runtime) {}
+  explicit Observer(RuntimeInterface& runtime) : runtime_(runtime), scenes_(runtime, barrier_), ids_(runtime) {}
 
   void on_activity(bool dumping) override {
     if (!dumping) {
       begin_draining();
-      scenes_.iteration_end(runtime_.dumper().get());
+      scenes_.iteration_end(runtime_.dump_sink().get());
     }
     if (dumping)
-      if (auto d = runtime_.dumper()) {
-        level_.store(static_cast<int>(d->config().level));
-        barrier_.set_placement(d->config().host_work);
-        scene_.store(static_cast<int>(d->config().scene));
+      if (auto d = runtime_.dump_sink()) {
+        level_.store(static_cast<int>(d->settings().level));
+        barrier_.set_placement(d->settings().host_work);
+        scene_.store(static_cast<int>(d->settings().scene));
       }
     std::lock_guard<std::mutex> lock(mutex_);
     if (dumping) draining_.store(false);  // pending statistics are the dumped iteration's business again
@@ -69,7 +70,7 @@ class Observer final : public RuntimeListener {
     }
   }
 
-  void on_dump_ending(Dumper& dumper) override {
+  void on_dump_ending(DumpSink& dumper) override {
     finish_lazy_stats();
     scenes_.iteration_end(&dumper);
     scenes_.dump_ending();
@@ -80,7 +81,7 @@ class Observer final : public RuntimeListener {
     // iteration is dumped too, every write stays observed (written-argument rule), so they stay
     // with the statistics thread. Otherwise the callback keeps watching writes until that
     // thread is done (draining); one whole iteration later they are finished here.
-    auto dumper = runtime_.dumper();
+    auto dumper = runtime_.dump_sink();
     if (!dumper || !dumper->iteration_selected(iteration)) {
       if (draining_.load()) finish_lazy_stats();
       else begin_draining();
@@ -182,14 +183,14 @@ class Observer final : public RuntimeListener {
     if (level == static_cast<int>(ObserveLevel::Api) &&
         ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
       return ctx;  // inside an api op: only the nesting depth matters
-    ctx->report = OpReport::begin(runtime_);
+    ctx->report = runtime_.begin_op();
     if (!ctx->report) return ctx;  // no dump, or it is closing
-    Dumper* dumper = &ctx->report.dumper();
+    DumpSink* dumper = &ctx->report.dumper();
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
     const std::string op_type = std::strstr(name, "::") + 2;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling
     // as_strided_) is still the innermost op that computes.
-    if (parent && !(dumper->config().skip_no_compute_ops && op_kinds::computes_nothing(op_type))) parent->had_child = true;
+    if (parent && !(dumper->settings().skip_no_compute_ops && op_kinds::computes_nothing(op_type))) parent->had_child = true;
     ts.open.push_back(ctx.get());
     const int base = ts.nodes.empty() ? 0 : ts.nodes.back().base_depth;
     const bool top = ctx->depth == base;
@@ -234,12 +235,12 @@ class Observer final : public RuntimeListener {
       ctx->name = op_type;
     }
 
-    const DumpConfig& config = dumper->config();
-    const bool level_ok = config.level != ObserveLevel::Api || top;
+    const AdapterSettings& settings = dumper->settings();
+    const bool level_ok = settings.level != ObserveLevel::Api || top;
     if (!level_ok) return ctx;
     // The watcher checks after in-place writers too (zero_, copy_, fill_ overwrite memory).
-    if (config.skip_no_compute_ops && op_kinds::computes_nothing(op_type) &&
-        !(config.scene == Scene::Watcher && !ctx->written.empty())) {
+    if (settings.skip_no_compute_ops && op_kinds::computes_nothing(op_type) &&
+        !(settings.scene == Scene::Watcher && !ctx->written.empty())) {
       const int copied = op_kinds::copied_input(op_type);
       const auto inputs = fn.inputs();
       if (copied >= 0 && static_cast<size_t>(copied) < inputs.size() && inputs[copied].isTensor())
@@ -255,7 +256,7 @@ class Observer final : public RuntimeListener {
     if (plan.scene) {
       ctx->in_scene = true;
       // an .h5 overflow check names the datasets of the ops it writes by their arguments
-      if (config.scene == Scene::Overflow && config.file_format == FileFormat::H5)
+      if (settings.scene == Scene::Overflow && settings.h5_file)
         ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
       Busy busy(ts);
       scenes_.start(fn, *dumper, ctx->written, ctx->scene);
@@ -304,8 +305,8 @@ class Observer final : public RuntimeListener {
     }
     if (!ctx->executed) return;
     OpReport& report = ctx->report;
-    Dumper& dumper = report.dumper();
-    if (dumper.config().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
+    DumpSink& dumper = report.dumper();
+    if (dumper.settings().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     std::vector<uint64_t> output_ids;
     ids_.ids(fn.outputs(), output_ids, &ctx->named);
     std::string source;
@@ -330,9 +331,9 @@ class Observer final : public RuntimeListener {
     report.dump(ctx->inputs, outputs);
   }
 
-  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const Dumper* dumper,
+  static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const DumpSink* dumper,
                               PendingWork& barrier) {
-    if (!dumper || !dumper->config().dumps_statistics() || dumper->config().stat_calc_mode == StatCalcMode::Device)
+    if (!dumper || !dumper->settings().statistics || dumper->settings().statistics_on_device)
       return;
     const StatsOptions options = dumper->stats_options();
     if (options.md5 || options.xxhash) return;  // hashes need the data
@@ -356,7 +357,7 @@ class Observer final : public RuntimeListener {
   // pending while training goes on, and the writer threads get the batched rows; meanwhile the
   // callback stays on to force the statistics of anything an op is about to write (host_stats.h).
   void begin_draining() {
-    if (auto dumper = runtime_.dumper()) dumper->flush_pending_rows();
+    if (auto dumper = runtime_.dump_sink()) dumper->flush_pending_rows();
     if (!barrier_.empty()) draining_.store(true);
   }
 
@@ -398,7 +399,7 @@ class Observer final : public RuntimeListener {
     enabled_ = want;
   }
 
-  Runtime& runtime_;
+  RuntimeInterface& runtime_;
   PendingWork barrier_;  // lazy statistics and host overflow checks, and the writes that wait for them
   DebugScenes scenes_;
   std::mutex mutex_;
@@ -415,7 +416,7 @@ class Observer final : public RuntimeListener {
 
 }  // namespace
 
-RuntimeListener& install_observer(Runtime& runtime) {
+RuntimeListener& install_observer(RuntimeInterface& runtime) {
   static Observer* observer = [&runtime] {
     auto* o = new Observer(runtime);
     Observer::installed_observer_ = o;

@@ -2,12 +2,12 @@
 // operator executions to the Dumper of `runtime` (Kineto's shape: the framework registers a small
 // client with the core explicitly; nothing happens in static initializers).
 #pragma once
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
 
 // Creates the process's observer and registers it as a listener of `runtime` (the callbacks
 // are added when a dump becomes active). Once per process: later calls return the same observer.
-RuntimeListener& install_observer(Runtime& runtime);
+RuntimeListener& install_observer(RuntimeInterface& runtime);
 
 }  // namespace opdump::pt::detail

@@ -23,7 +23,7 @@
 #include "device_reduce.h"
 #include "kernel_args.h"
 #include "host_stats.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 #include "watcher_scene.h"
 
 namespace opdump::pt::detail {
@@ -108,7 +108,7 @@ class KnownChecks {
 };
 
 namespace {
-void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
+void report_overflow(DumpSink& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
                      const std::vector<std::pair<size_t, OverflowCheck>>& prechecked);  // below
 }  // namespace
@@ -119,7 +119,7 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
 class LazyCheck final : public LazyWork {
  public:
   bool in_order() const override { return true; }
-  LazyCheck(PendingWork& barrier, KnownChecks& known, std::shared_ptr<Dumper> dumper, OpRecord record, std::vector<at::Tensor> inputs,
+  LazyCheck(PendingWork& barrier, KnownChecks& known, std::shared_ptr<DumpSink> dumper, OpRecord record, std::vector<at::Tensor> inputs,
             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked)
       : LazyWork(barrier),
         known_(known),
@@ -146,7 +146,7 @@ class LazyCheck final : public LazyWork {
     for (const at::Tensor& t : outputs_) {
       checks.push_back(check_host(t));
       known_.remember(t, checks.back());
-      fired |= checks.back().fired(dumper_->config().check_fp16_range);
+      fired |= checks.back().fired(dumper_->settings().check_fp16_range);
     }
     if (fired) {
       barrier().run_earlier(*this);  // older checks report first, wherever they are computed
@@ -157,7 +157,7 @@ class LazyCheck final : public LazyWork {
   }
 
   KnownChecks& known_;
-  std::shared_ptr<Dumper> dumper_;
+  std::shared_ptr<DumpSink> dumper_;
   OpRecord record_;
   std::vector<at::Tensor> inputs_, outputs_;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked_;
@@ -174,7 +174,7 @@ struct PendingCheck {
 class OverflowScene {
  public:
   OverflowScene(PendingWork& barrier, KnownChecks& known) : barrier_(barrier), known_(known) {}
-  void check(const std::shared_ptr<Dumper>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
+  void check(const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
              std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
     const at::Tensor* on_device = nullptr;  // the first output on a device, if any
     for (const at::Tensor& t : outputs)
@@ -196,7 +196,7 @@ class OverflowScene {
 
   // Device checks that are back are reported; with `wait`, all of them (an op is about to
   // write a tensor a pending check holds, or the iteration ends).
-  void resolve(Dumper* dumper, bool wait) {
+  void resolve(DumpSink* dumper, bool wait) {
     for (;;) {
       PendingCheck p;
       {
@@ -211,7 +211,7 @@ class OverflowScene {
       bool fired = false;
       for (size_t i = 0; i < p.outputs.size(); ++i) {
         checks.push_back(p.flags->overflow(i));
-        fired |= checks.back().fired(dumper->config().check_fp16_range);
+        fired |= checks.back().fired(dumper->settings().check_fp16_range);
       }
       if (fired) report_overflow(*dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
     }
@@ -251,12 +251,12 @@ class OverflowScene {
 
 namespace {
 
-void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
+void report_overflow(DumpSink& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
                      const std::vector<std::pair<size_t, OverflowCheck>>& prechecked) {
   {
     OverflowEvent event;
-    const bool fp16 = dumper.config().check_fp16_range;
+    const bool fp16 = dumper.settings().check_fp16_range;
     auto before = [&](size_t slot) -> const OverflowCheck* {
       for (const auto& [s, c] : prechecked)
         if (s == slot) return &c;
@@ -288,13 +288,13 @@ void report_overflow(Dumper& dumper, const OpRecord& record, const std::vector<a
 // not dumped again. Cleared when the next op starts.
 thread_local bool t_exception_dumped = false;
 
-void dump_failure(const at::RecordFunction& fn, Dumper& dumper, const OpRecord& record, const SceneOp& op,
-                  const Runtime& runtime) {
+void dump_failure(const at::RecordFunction& fn, DumpSink& dumper, const OpRecord& record, const SceneOp& op,
+                  const RuntimeInterface& runtime) {
   std::vector<DumpTensor> ins, outs;
   for (const at::Tensor& t : tensors_of(op.arguments)) ins.push_back(dump_copy(t));
   for (const at::Tensor& t : tensors_of(fn.outputs())) outs.push_back(dump_copy(t));
   ExceptionInfo info;
-  const Scene scene = dumper.config().scene;
+  const Scene scene = dumper.settings().scene;
   if (scene == Scene::ExceptionNorm || scene == Scene::ExceptionDetail) 
     info.arguments_json = kernel_args_json(fn, c10::ArrayRef<const c10::IValue>(op.arguments.data(), op.arguments.size()),
                                            record.id.op_name);
@@ -312,21 +312,21 @@ bool is_exception_scene(Scene s) {
 }  // namespace
 
 struct DebugScenes::State {
-  State(const Runtime& r, PendingWork& b) : runtime(r), barrier(b), overflow(b, known) {}
-  const Runtime& runtime;
+  State(const RuntimeInterface& r, PendingWork& b) : runtime(r), barrier(b), overflow(b, known) {}
+  const RuntimeInterface& runtime;
   PendingWork& barrier;  // host checks wait behind it like statistics
   KnownChecks known;  // the checks of host tensors as they are now
   OverflowScene overflow;
   WatcherScene watcher;
 };
 
-DebugScenes::DebugScenes(const Runtime& runtime, PendingWork& barrier)
+DebugScenes::DebugScenes(const RuntimeInterface& runtime, PendingWork& barrier)
     : state_(std::make_unique<State>(runtime, barrier)) {}
 DebugScenes::~DebugScenes() = default;
 
-void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
+void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const std::vector<const c10::TensorImpl*>& written,
                         SceneOp& op) {
-  const Scene scene = dumper.config().scene;
+  const Scene scene = dumper.settings().scene;
   op.uncaught = std::uncaught_exceptions();
   if (is_exception_scene(scene)) {
     t_exception_dumped = false;
@@ -354,10 +354,10 @@ void DebugScenes::start(const at::RecordFunction& fn, Dumper& dumper, const std:
   }
 }
 
-void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<Dumper>& shared, const OpRecord& record,
+void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& shared, const OpRecord& record,
                       SceneOp& op) {
-  Dumper& dumper = *shared;
-  const Scene scene = dumper.config().scene;
+  DumpSink& dumper = *shared;
+  const Scene scene = dumper.settings().scene;
   if (is_exception_scene(scene)) {
     QuietAten quiet;
     if (std::uncaught_exceptions() > op.uncaught && !t_exception_dumped) {
@@ -380,7 +380,7 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<Dumper
   }
 }
 
-void DebugScenes::iteration_end(Dumper* dumper) {
+void DebugScenes::iteration_end(DumpSink* dumper) {
   at::RecordFunctionGuard no_record(false);
   state_->overflow.resolve(dumper, /*wait=*/true);
   state_->overflow.release_done(/*all=*/false);

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "debug_scenes/debug_scenes.h"
-#include "dumper/dumper.h"
-#include "runtime/runtime.h"
+#include "dumper/dump_sink.h"
+#include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
 
@@ -34,16 +34,16 @@ struct SceneOp {
 class DebugScenes {
  public:
   // `runtime`: the Python stack of exception dumps; `barrier`: where host overflow checks wait.
-  DebugScenes(const Runtime& runtime, PendingWork& barrier);
+  DebugScenes(const RuntimeInterface& runtime, PendingWork& barrier);
   ~DebugScenes();
   DebugScenes(const DebugScenes&) = delete;
   DebugScenes& operator=(const DebugScenes&) = delete;
   // `written`: tensors the op may modify in place (schema alias annotations).
-  void start(const at::RecordFunction& fn, Dumper& dumper, const std::vector<const c10::TensorImpl*>& written,
+  void start(const at::RecordFunction& fn, DumpSink& dumper, const std::vector<const c10::TensorImpl*>& written,
              SceneOp& op);
-  void end(const at::RecordFunction& fn, const std::shared_ptr<Dumper>& dumper, const OpRecord& record, SceneOp& op);
+  void end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, SceneOp& op);
   // The end of an iteration (or of dumping): pending device checks are resolved, watches dropped.
-  void iteration_end(Dumper* dumper);
+  void iteration_end(DumpSink* dumper);
   // The dump is about to close: every host check is done and let go (they hold the Dumper).
   void dump_ending();
 

@@ -1,6 +1,6 @@
 #include "tensor_ids.h"
 
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
 namespace {
@@ -27,7 +27,7 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
 }
 
 void TensorIds::name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const {
-  std::string name = runtime_.snapshot()->tensor_name(reinterpret_cast<uint64_t>(t.storage().data()));
+  std::string name = runtime_.tensor_name(reinterpret_cast<uint64_t>(t.storage().data()));
   if (!name.empty()) named.emplace_back(id, std::move(name));
 }
 

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "capture.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
 
 class TensorIds {
  public:
-  explicit TensorIds(const Runtime& runtime) : runtime_(runtime) {}
+  explicit TensorIds(const RuntimeInterface& runtime) : runtime_(runtime) {}
   static constexpr uint64_t kNone = 0;  // an undefined tensor, or one without storage
 
   // The id of each tensor of an op's arguments or results, in dump slot order. `named` gets
@@ -48,7 +48,7 @@ class TensorIds {
   };
   Entry* entry_locked(const at::Tensor& t, bool* fresh = nullptr);  // nullptr for tensors without storage
   void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const;
-  const Runtime& runtime_;  // the names of tensors (its snapshot: no lock)
+  const RuntimeInterface& runtime_;  // the names of tensors (its snapshot: no lock)
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, Entry> entries_;
   uint64_t next_ = 1;

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "dumper/dumper.h"
+#include "dumper/dump_sink.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
 #include "runtime/op_report.h"

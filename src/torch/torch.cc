@@ -1,21 +1,21 @@
 // The public PyTorch adapter API (opdump/torch.h).
 #include "opdump/torch.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime_interface.h"
 
 #include "observer.h"
 
 namespace opdump::pt {
 
 void install() {
-  detail::install_observer(Runtime::instance());
-  Runtime::instance().activate_from_environment();
+  detail::install_observer(runtime_interface());
+  runtime_interface().activate_from_environment();
 }
 
 ScriptModel::ScriptModel(const std::string& path, const std::string& name) : name_(name) {
   install();
   module_ = torch::jit::load(path);
   module_.eval();
-  Runtime::instance().register_model(name);
+  runtime_interface().register_model(name);
 }
 
 c10::IValue ScriptModel::forward(std::vector<c10::IValue> inputs) {

@@ -21,11 +21,7 @@ TensorView view_of(const at::Tensor& host) {
   return TensorView{host.numel() ? host.data_ptr() : nullptr, dtype, Shape(host.sizes().begin(), host.sizes().end())};
 }
 
-bool has_layers(const Dumper& dumper) {
-  for (const auto& m : dumper.config().dump_list)
-    if (!m.layers.empty()) return true;
-  return false;
-}
+bool has_layers(const DumpSink& dumper) { return dumper.settings().watch_has_layers; }
 
 }  // namespace
 
@@ -44,7 +40,7 @@ void WatcherScene::watch(const OpRecord& record, const std::vector<at::Tensor>& 
   for (Watched& w : entries) watched_.push_back(std::move(w));
 }
 
-void WatcherScene::check_after(Dumper& dumper, const OpRecord& layer) {
+void WatcherScene::check_after(DumpSink& dumper, const OpRecord& layer) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool layers_named = has_layers(dumper);
   std::vector<std::pair<OpRecord, std::vector<DumpTensor>>> dumps;  // per watched op, outputs by slot

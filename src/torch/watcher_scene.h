@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "dumper/dumper.h"
+#include "dumper/dump_sink.h"
 
 namespace opdump::pt::detail {
 
@@ -17,7 +17,7 @@ class WatcherScene {
   void watch(const OpRecord& record, const std::vector<at::Tensor>& outputs);
   // A layer op ran: compare every watched output with its snapshot; dump the changed ones (or all
   // of them where the config names layers).
-  void check_after(Dumper& dumper, const OpRecord& layer);
+  void check_after(DumpSink& dumper, const OpRecord& layer);
   void clear();
 
  private:

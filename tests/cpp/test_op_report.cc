@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "dumper_fixtures.h"
+#include "runtime/runtime.h"
 #include "test_util.h"
 
 using namespace opdump;

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "opdump/opdump.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
 // Reports one op named `op_name` (e.g. "Module.conv1.Conv2d.forward.0") with `inputs` and `outputs`
 // copied before it returns; nothing when no dump is active or the op is not selected.
-void dump_named_op(const std::string& op_type, const std::string& op_name, const std::vector<HostTensor>& inputs,
+OPDUMP_ADAPTER_API void dump_named_op(const std::string& op_type, const std::string& op_name, const std::vector<HostTensor>& inputs,
                    const std::vector<HostTensor>& outputs);
 
 }  // namespace opdump

@@ -15,6 +15,7 @@
 #include "select/op_kinds.h"
 #include "select/iteration_set.h"
 #include "stats/stats.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -110,7 +111,7 @@ struct DumpConfig {
   bool dumps_inputs() const { return io != IoSelect::Output; }
   bool dumps_outputs() const { return io != IoSelect::Input; }
   bool device_selected(uint32_t device) const;
-  bool rank_selected(uint32_t rank) const;
+  OPDUMP_ADAPTER_API bool rank_selected(uint32_t rank) const;
   // An acl.json model dump (dump_list naming models) applies, as in CANN, only to models
   // registered after it was configured; every other dump and every debug scene sees all models.
   bool model_dump_needs_reload() const;
@@ -118,7 +119,7 @@ struct DumpConfig {
 
 // Environment lookup, injectable for tests; the default reads the process environment.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
-EnvLookup process_env();
+OPDUMP_ADAPTER_API EnvLookup process_env();
 
 struct ParseOptions {
   EnvLookup env = process_env();
@@ -126,12 +127,12 @@ struct ParseOptions {
 };
 
 // Throws ConfigError naming the JSON path, the bad value and what is allowed.
-DumpConfig parse_config(const std::string& text, const std::string& source = "<string>",
+OPDUMP_ADAPTER_API DumpConfig parse_config(const std::string& text, const std::string& source = "<string>",
                         const ParseOptions& options = {});
-DumpConfig load_config(const std::string& path, const ParseOptions& options = {});
+OPDUMP_ADAPTER_API DumpConfig load_config(const std::string& path, const ParseOptions& options = {});
 
 // The normalized config, for `opdump config check`: readable text, or JSON.
-std::string describe_config(const DumpConfig& config);
+OPDUMP_ADAPTER_API std::string describe_config(const DumpConfig& config);
 std::string config_to_json(const DumpConfig& config);
 
 }  // namespace opdump

@@ -14,6 +14,7 @@
 #include "layout/layout.h"
 #include "stats/stats.h"
 #include "util/tensor.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -26,10 +27,10 @@ struct OverflowCheck {
 };
 
 // Floating and complex dtypes can overflow; integers never do.
-bool dtype_can_overflow(DType dtype);
+OPDUMP_ADAPTER_API bool dtype_can_overflow(DType dtype);
 // One read-only pass over the tensor (vectorized; no allocation). With a runner, a tensor of
 // `split_from_bytes` and up is split into `parts` scanned at once.
-OverflowCheck check_overflow(const TensorView& t, ParallelRunner runner = nullptr, unsigned parts = 1,
+OPDUMP_ADAPTER_API OverflowCheck check_overflow(const TensorView& t, ParallelRunner runner = nullptr, unsigned parts = 1,
                              size_t split_from_bytes = size_t(1) << 20);
 
 // One tensor of an overflowing op, as the Opdebug record lists it.
@@ -109,7 +110,7 @@ struct TensorDiff {
   double max_abs_diff = 0;     // over changed elements whose values are finite on both sides
 };
 // Throws opdump::Error when dtype or shape differ.
-TensorDiff diff_tensors(const TensorView& before, const TensorView& after);
+OPDUMP_ADAPTER_API TensorDiff diff_tensors(const TensorView& before, const TensorView& after);
 
 // One check of a watched output after a layer op ran.
 struct WatchResult {

@@ -7,6 +7,7 @@
 
 #include "stats/stats.h"
 #include "util/tensor.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -36,8 +37,8 @@ struct DumpTensor {
   bool data_lost = false;  // the placeholder stands for data opdump could not dump (finalize warns)
 };
 // A slot with data: `view` into memory that `owner` keeps alive.
-DumpTensor data_tensor(TensorView view, std::shared_ptr<const Buffer> owner);
+OPDUMP_ADAPTER_API DumpTensor data_tensor(TensorView view, std::shared_ptr<const Buffer> owner);
 // A slot without data, and why. `data_lost`: the tensor had values that are not in the dump.
-DumpTensor placeholder_tensor(std::string why, bool data_lost = false);
+OPDUMP_ADAPTER_API DumpTensor placeholder_tensor(std::string why, bool data_lost = false);
 
 }  // namespace opdump

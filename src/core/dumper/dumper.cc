@@ -35,7 +35,8 @@ void check_writable(const std::string& path) {
 }  // namespace
 
 Dumper::Dumper(DumpConfig config, DumperOptions options)
-    : config_(std::move(config)), options_(options), overflow_(config_.overflow_number) {
+    : config_(std::move(config)), settings_(AdapterSettings::of(config_)), options_(options),
+      overflow_(config_.overflow_number) {
   kernels_ = KernelFilter(config_.kernels, config_.kernels_field);
   for (size_t i = 0; i < config_.dump_list.size(); ++i) {
     const auto& m = config_.dump_list[i];
@@ -402,22 +403,28 @@ Dumper::OpLease& Dumper::OpLease::operator=(OpLease&& o) noexcept {
 
 void Dumper::OpLease::release() {
   if (!dumper_) return;
-  if (--leases_here(dumper_) == 0)
-    t_leases.erase(std::remove_if(t_leases.begin(), t_leases.end(), [](const ThreadLeases& l) { return !l.count; }),
-                   t_leases.end());
-  dumper_->ops_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+  dumper_->leave_op();
   dumper_ = nullptr;
 }
 
-Dumper::OpLease Dumper::enter_op() {
+Dumper::OpLease Dumper::enter_op() { return try_enter_op() ? OpLease(this) : OpLease(); }
+
+bool Dumper::try_enter_op() {
   // Dekker-style with closing_: either finalize sees this op counted, or this op sees closing_.
   ops_in_flight_.fetch_add(1, std::memory_order_seq_cst);
   if (closing_.load(std::memory_order_seq_cst)) {
     ops_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
-    return OpLease();
+    return false;
   }
   ++leases_here(this);
-  return OpLease(this);
+  return true;
+}
+
+void Dumper::leave_op() {
+  if (--leases_here(this) == 0)
+    t_leases.erase(std::remove_if(t_leases.begin(), t_leases.end(), [](const ThreadLeases& l) { return !l.count; }),
+                   t_leases.end());
+  ops_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void Dumper::stop_ops() {

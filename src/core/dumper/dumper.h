@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "debug_scenes/debug_scenes.h"
+#include "dumper/dump_sink.h"
 #include "dumper/dump_tensor.h"
 #include "dumper/op_record.h"
 #include "select/kernel_filter.h"
@@ -37,19 +38,21 @@ struct DumperOptions {
   int64_t start_time = 0;  // unix seconds for the {time} folder; 0 = now
 };
 
-class Dumper {
+// The dump engine. Adapters reach it as a DumpSink (whose comments say what those members do).
+class Dumper final : public DumpSink {
  public:
   // Resolves and creates the dump root (a clear error now when it cannot be written, rather
   // than mid-run) and records the config in .dump_metadata for the MindSpore layout.
   Dumper(DumpConfig config, DumperOptions options = {});
-  ~Dumper();
+  ~Dumper() override;
   Dumper(const Dumper&) = delete;
   Dumper& operator=(const Dumper&) = delete;
 
   const DumpConfig& config() const { return config_; }
+  const AdapterSettings& settings() const override { return settings_; }
   const DumperOptions& options() const { return options_; }
   bool device_selected() const { return device_selected_; }
-  bool iteration_selected(uint64_t iteration) const;
+  bool iteration_selected(uint64_t iteration) const override;
 
   // Selection of one op by model (acl dump_list / dump_op_switch) and name (kernels).
   // `marked` says the op belongs to something marked with set_dump (MindSpore dump_mode 2).
@@ -58,12 +61,10 @@ class Dumper {
 
   // The folder an op's files go to (created on first use).
   std::string op_folder(const OpRecord& op);
-  // The root of this process's dump: {dump_path}/{time}/{device} or {path}/rank_{id}.
-  const std::string& run_root() const { return run_root_; }
+  const std::string& run_root() const override { return run_root_; }
 
-  // Dumps an op's selected inputs and outputs (per config.io) as tensors and/or statistics.
   void dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs,
-               const std::vector<DumpTensor>& outputs);
+               const std::vector<DumpTensor>& outputs) override;
 
   // the MindSpore Dump guide's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
   void write_kernel_args(const OpRecord& op, std::string json);
@@ -75,42 +76,31 @@ class Dumper {
   void record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
                         const std::string& source = "",
                         const std::vector<std::pair<uint64_t, std::string>>& named = {});
-  // Whether record_execution of this graph goes to graphs/ (only its first dumped iteration
-  // does): the adapter looks up source lines only then.
-  bool wants_source(uint64_t graph);
+  bool wants_source(uint64_t graph) override;
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);
 
   // ---- debug scenes (the CANN aclmdlSetDump reference dump_debug / dump_scene, MindSpore op_debug_mode) ----
   Scene scene() const { return config_.scene; }
-  // Overflow checks skip these op types (outputs uninitialised by design).
-  bool overflow_ignored(std::string_view op_type) const;
-  // An op whose outputs overflowed: prints it, writes its Opdebug record and (until
-  // overflow_number is reached) its inputs and outputs. `event` holds the checks.
+  bool overflow_ignored(std::string_view op_type) const override;
   void dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,
-                     const std::vector<DumpTensor>& outputs);
+                     const std::vector<DumpTensor>& outputs) override;
   std::optional<OverflowEvent> overflow_root_cause() const { return overflow_.root_cause(); }
-  // An op that threw: its tensors and, for aic_err_norm/detail_dump, a json beside them.
   void dump_exception(const OpRecord& op, const std::vector<DumpTensor>& inputs,
-                      const std::vector<DumpTensor>& outputs, const ExceptionInfo& info);
-  // Watcher: ops named in watcher_nodes, and the layer ops after which they are checked
-  // (every op when no entry names a layer; an op in both lists is only watched).
-  bool watched_op(std::string_view op_name, std::string_view op_type) const;
-  bool watch_layer_op(std::string_view op_name, std::string_view op_type) const;
-  // Outputs of a watched op as they are after `layer` ran, below {op folder}/watcher/after_task_{id}.
-  void dump_watched(const OpRecord& watched, const OpRecord& layer, const std::vector<DumpTensor>& outputs);
-  // One check; changes are printed, and every check goes to {run root}/watcher_report.csv.
-  void record_watch(const WatchResult& result);
+                      const std::vector<DumpTensor>& outputs, const ExceptionInfo& info) override;
+  bool watched_op(std::string_view op_name, std::string_view op_type) const override;
+  bool watch_layer_op(std::string_view op_name, std::string_view op_type) const override;
+  void dump_watched(const OpRecord& watched, const OpRecord& layer, const std::vector<DumpTensor>& outputs) override;
+  void record_watch(const WatchResult& result) override;
   std::vector<WatchResult> watch_changes() const;
 
-  // md5/xxhash as the config's statistic_category asks.
-  StatsOptions stats_options() const;
+  StatsOptions stats_options() const override;
 
   AsyncWriter& writer() { return *writer_; }
-  DumpCounters counters() const;
-  // Hands the statistics rows still batched here to the writer threads (the end of a dumped
-  // iteration: their lazy statistics get computed while training goes on).
-  void flush_pending_rows();
+  std::shared_ptr<CopyMemory> allocate_copy(size_t bytes) override { return writer_->allocate_copy(bytes); }
+  std::shared_ptr<const void> charge(uint64_t bytes) override { return writer_->charge(bytes); }
+  DumpCounters counters() const override;
+  void flush_pending_rows() override;
   // An op the adapter is reporting holds a lease from before its first call into the Dumper
   // until after its last: finalize() waits for the ops holding one, so that nothing is dumped
   // after the report was taken. After finalize began, enter_op() returns an empty lease (the op
@@ -130,6 +120,10 @@ class Dumper {
     Dumper* dumper_ = nullptr;
   };
   OpLease enter_op();
+  // The same without the handle (OpReport holds the lease itself): false after finalize began;
+  // each true is followed by one leave_op() on the same thread.
+  bool try_enter_op();
+  void leave_op();
   // The next op's sequence number (OpRecord::sequence).
   uint64_t next_op_sequence() { return op_sequence_.fetch_add(1, std::memory_order_relaxed) + 1; }
   // Ends op reporting: later enter_op() calls get empty leases, and this waits for the ops in
@@ -164,6 +158,7 @@ class Dumper {
   void check_root();
 
   DumpConfig config_;
+  AdapterSettings settings_;
   DumperOptions options_;
   std::unique_ptr<ExecutionLog> execution_;  // declared before writer_: outlives the writer's threads
   std::unique_ptr<DeferredRows> deferred_rows_;  // before writer_, like execution_

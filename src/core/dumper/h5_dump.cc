@@ -285,4 +285,28 @@ void H5Dump::close() {
   if (file_) file_->close();
 }
 
+namespace {
+class H5OutputFile final : public H5Output {
+ public:
+  H5OutputFile(const std::string& path, WriterOptions options) : writer_(options), h5_(path, writer_) {}
+  uint64_t dump(const OpRecord& op, const std::vector<DumpTensor>& inputs,
+                const std::vector<DumpTensor>& outputs) override {
+    return h5_.dump(op, inputs, outputs);
+  }
+  void close() override {
+    writer_.drain();
+    h5_.close();
+  }
+  WriterReport report() const override { return writer_.report(); }
+
+ private:
+  AsyncWriter writer_;  // before h5_: the file's datasets are queued on it
+  H5Dump h5_;
+};
+}  // namespace
+
+std::unique_ptr<H5Output> open_h5_output(const std::string& path, WriterOptions options) {
+  return std::make_unique<H5OutputFile>(path, options);
+}
+
 }  // namespace opdump

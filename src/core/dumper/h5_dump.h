@@ -14,7 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "dumper/dumper.h"
+#include "dumper/dump_tensor.h"
+#include "dumper/op_record.h"
+#include "opdump/api.h"
+#include "opdump/report.h"
+#include "writer/async_writer.h"
 
 namespace opdump {
 namespace h5 {
@@ -42,13 +46,28 @@ class H5Dump {
   std::atomic<uint64_t> unnumbered_{0};  // ops without a sequence number (dump_op of runtimes without an adapter)
 };
 
+// An .h5 file the framework side writes on its own, with a writer of its own (the torch_npu
+// dumper's load mode stores the calls it re-ran): H5Dump and its AsyncWriter behind an interface.
+class H5Output {
+ public:
+  virtual ~H5Output() = default;
+  // As H5Dump::dump.
+  virtual uint64_t dump(const OpRecord& op, const std::vector<DumpTensor>& inputs,
+                        const std::vector<DumpTensor>& outputs) = 0;
+  // Drains the writer, then moves the finished file into place (throws opdump::Error naming it).
+  virtual void close() = 0;
+  // What the writer wrote and lost.
+  virtual WriterReport report() const = 0;
+};
+OPDUMP_ADAPTER_API std::unique_ptr<H5Output> open_h5_output(const std::string& path, WriterOptions options);
+
 // Adds where an op's outputs sit in memory (`json_array`: {stride, offset, device_type} per output) to
 // its arguments JSON, the text of one object; the .h5 file stores outputs' strides from there.
-void add_output_layouts(std::string& arguments, const std::string& json_array);
+OPDUMP_ADAPTER_API void add_output_layouts(std::string& arguments, const std::string& json_array);
 
 // The 1.5 dumper's name for an operator: its name without the namespace, "_" and the overload
 // ("aten::add" "Tensor" -> "add_Tensor"; no overload: "relu").
-std::string h5_ir_name(const std::string& op, const std::string& overload);
+OPDUMP_ADAPTER_API std::string h5_ir_name(const std::string& op, const std::string& overload);
 
 // The group an op call is stored under, "/add_Tensor/3": the operator's name with its overload, as
 // the 1.5 dumper named its IR ops (`arguments` JSON's "operator" and "overload"; else `op_type`).

@@ -10,10 +10,12 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "opdump/api.h"
+
 namespace opdump::identity {
 
 // The n of "{scope}/{type}-op{n}": calls counted per (scope, op type).
-class CallIndex {
+class OPDUMP_ADAPTER_API CallIndex {
  public:
   uint64_t next(std::string_view scope, std::string_view type);
   void clear() { counts_.clear(); }
@@ -26,23 +28,23 @@ class CallIndex {
 // The type backward ops are counted by: an in-place op with its out-of-place twin (add_ with add).
 // The autograd engine accumulates a gradient in place or not depending on who else holds the
 // tensor (PyTorch 2.x), and a dump that holds it must rename nothing.
-std::string_view counted_type(std::string_view type);
+OPDUMP_ADAPTER_API std::string_view counted_type(std::string_view type);
 
 // "{scope}/{type}-op{index}"
-std::string op_name(std::string_view scope, std::string_view type, uint64_t index);
+OPDUMP_ADAPTER_API std::string op_name(std::string_view scope, std::string_view type, uint64_t index);
 
 // The scope of the ops an autograd node runs: "Gradients/{forward op}/{node}". `forward_op` is
 // the forward op's name with its container modules written by attribute alone
 // ("Default/net/layer1/0/conv1-Conv2d/conv2d-op0"), which keeps backward names of deep models
 // under the file-name limit.
-std::string backward_scope(std::string_view forward_op, std::string_view node);
+OPDUMP_ADAPTER_API std::string backward_scope(std::string_view forward_op, std::string_view node);
 // For a node no forward op created (AccumulateGrad, nodes of code run outside the observer):
 // "Gradients/{node}-{index}", index counted per node type.
-std::string orphan_backward_scope(std::string_view node, uint64_t index);
+OPDUMP_ADAPTER_API std::string orphan_backward_scope(std::string_view node, uint64_t index);
 
 // "conv1-Conv2d" -> "conv1" style short element of a TorchScript hierarchy entry
 // "conv1(Conv2d)": returns {element, short element}.
-std::pair<std::string, std::string> script_scope_element(std::string_view entry);
+OPDUMP_ADAPTER_API std::pair<std::string, std::string> script_scope_element(std::string_view entry);
 
 // The module path of a forward op's scoped name, its model's own scope left out:
 // "Default/net-Net/layer1-Sequential/0-BasicBlock/conv1-Conv2d/conv2d-op0" -> "layer1.0.conv1",

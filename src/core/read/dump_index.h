@@ -21,6 +21,7 @@
 #include "stats/recorded_stats.h"
 #include "stats/stats.h"
 #include "util/tensor.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -129,6 +130,6 @@ DumpIndex index_dump(const std::string& path, const std::set<uint32_t>& ranks = 
 // The ranks (Ascend: devices) a dump holds files of, from its folders alone (no file is read).
 std::vector<uint32_t> dump_ranks(const std::string& path);
 // The values of an npy or bin entry (throws opdump::Error for statistics-only or unreadable entries).
-Tensor load_entry(const DumpEntry& e);
+OPDUMP_ADAPTER_API Tensor load_entry(const DumpEntry& e);
 
 }  // namespace opdump

@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "read/dump_index.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
 // Appends the entries of the .h5 file at `path` (`where`: its place in a layout). A corrupt file is
 // an opdump::FormatError naming the file and the object; an unreadable dataset an entry that says why.
-void index_h5_dump(const std::string& path, const DumpPosition& where, std::vector<DumpEntry>& out);
+OPDUMP_ADAPTER_API void index_h5_dump(const std::string& path, const DumpPosition& where, std::vector<DumpEntry>& out);
 // The values of an entry index_h5_dump made.
 Tensor load_h5_entry(const DumpEntry& e);
 // The arguments each op of an opdump-written .h5 recorded (its group's "Arguments" attribute: the
 // save_kernel_args JSON), by sanitized op name: what replay runs its ops with.
-std::map<std::string, std::string> h5_op_arguments(const std::string& path);
+OPDUMP_ADAPTER_API std::map<std::string, std::string> h5_op_arguments(const std::string& path);
 
 }  // namespace opdump

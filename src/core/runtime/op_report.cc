@@ -1,19 +1,55 @@
 #include "runtime/op_report.h"
 
+#include "dumper/dumper.h"
 #include "dumper/h5_dump.h"
 #include "layout/layout.h"
 #include "opdump/scopes.h"
+#include "runtime/runtime.h"
 
 namespace opdump {
+
+namespace {
+void leave(Dumper*& leased) {
+  if (leased) std::exchange(leased, nullptr)->leave_op();
+}
+}  // namespace
+
+OpReport::OpReport() = default;
+OpReport::~OpReport() { leave(leased_); }
+
+OpReport::OpReport(OpReport&& o) noexcept
+    : snapshot_(std::move(o.snapshot_)),
+      dumper_(std::move(o.dumper_)),
+      sink_(std::move(o.sink_)),
+      settings_(std::exchange(o.settings_, nullptr)),
+      leased_(std::exchange(o.leased_, nullptr)),
+      record_(std::move(o.record_)),
+      runtime_(std::exchange(o.runtime_, nullptr)) {}
+
+OpReport& OpReport::operator=(OpReport&& o) noexcept {
+  if (this != &o) {
+    leave(leased_);
+    snapshot_ = std::move(o.snapshot_);
+    dumper_ = std::move(o.dumper_);
+    sink_ = std::move(o.sink_);
+    settings_ = std::exchange(o.settings_, nullptr);
+    leased_ = std::exchange(o.leased_, nullptr);
+    record_ = std::move(o.record_);
+    runtime_ = std::exchange(o.runtime_, nullptr);
+  }
+  return *this;
+}
 
 OpReport OpReport::begin(const Runtime& runtime) {
   OpReport report;
   report.snapshot_ = runtime.snapshot();
-  if (!report.snapshot_->dumper || runtime.paused() || !report.snapshot_->dumper->iteration_selected(runtime.iteration()))
-    return report;
-  report.lease_ = report.snapshot_->dumper->enter_op();
-  if (!report.lease_) return report;  // the dump is closing
-  report.dumper_ = report.snapshot_->dumper;
+  const std::shared_ptr<Dumper>& dumper = report.snapshot_->dumper;
+  if (!dumper || runtime.paused() || !dumper->iteration_selected(runtime.iteration())) return report;
+  if (!dumper->try_enter_op()) return report;  // the dump is closing
+  report.leased_ = dumper.get();
+  report.dumper_ = dumper;
+  report.sink_ = dumper;
+  report.settings_ = &dumper->settings();
   report.runtime_ = &runtime;
   return report;
 }

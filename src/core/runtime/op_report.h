@@ -10,10 +10,16 @@
 #include <utility>
 #include <vector>
 
-#include "dumper/dumper.h"
-#include "runtime/runtime.h"
+#include "dumper/dump_sink.h"
+#include "dumper/op_record.h"
+#include "opdump/api.h"
+#include "opdump/api.h"
 
 namespace opdump {
+
+class Dumper;
+class Runtime;
+struct RuntimeSnapshot;
 
 // What happens to an op, decided once when it begins (OpReport::decide).
 struct OpPlan {
@@ -25,19 +31,24 @@ struct OpPlan {
 };
 
 // One op's passage through the core, from begin() to dump(). Holding it keeps the dump open (its
-// lease): finalize waits for the op.
-class OpReport {
+// lease): finalize waits for the op. The framework side gets it from RuntimeInterface::begin_op();
+// it holds the dump as its DumpSink, so that nothing of the Dumper is reached from outside the core.
+class OPDUMP_ADAPTER_API OpReport {
  public:
-  OpReport() = default;
+  OpReport();
+  ~OpReport();  // releases the lease
+  OpReport(OpReport&& o) noexcept;
+  OpReport& operator=(OpReport&& o) noexcept;
+  OpReport(const OpReport&) = delete;
+  OpReport& operator=(const OpReport&) = delete;
   // Empty when no dump is configured, the current iteration is not selected, or the dump is
   // closing: the op is not reported at all.
   static OpReport begin(const Runtime& runtime);
-  explicit operator bool() const { return static_cast<bool>(lease_); }
+  explicit operator bool() const { return leased_ != nullptr; }
 
-  Dumper& dumper() const { return *dumper_; }
-  const std::shared_ptr<Dumper>& shared_dumper() const { return dumper_; }
-  const DumpConfig& config() const { return dumper_->config(); }
-  const RuntimeSnapshot& snapshot() const { return *snapshot_; }
+  DumpSink& dumper() const { return *sink_; }
+  const std::shared_ptr<DumpSink>& shared_dumper() const { return sink_; }
+  const AdapterSettings& settings() const { return *settings_; }
 
   // The registered id of a model ("" or unregistered: 0).
   uint64_t model_id(const std::string& model) const;
@@ -60,13 +71,15 @@ class OpReport {
   void add_output_layouts(const std::string& json_array);
   // The op's tensors to the writer.
   void dump(const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
-    dumper_->dump_op(record_, inputs, outputs);
+    sink_->dump_op(record_, inputs, outputs);
   }
 
  private:
   std::shared_ptr<const RuntimeSnapshot> snapshot_;
   std::shared_ptr<Dumper> dumper_;
-  Dumper::OpLease lease_;
+  std::shared_ptr<DumpSink> sink_;  // dumper_, as the framework side sees it
+  const AdapterSettings* settings_ = nullptr;
+  Dumper* leased_ = nullptr;  // entered the dump (Dumper::enter_op): finalize waits until it leaves
   OpRecord record_;
   const Runtime* runtime_ = nullptr;
 };

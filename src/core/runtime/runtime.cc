@@ -18,6 +18,8 @@ namespace {
 
 }  // namespace
 
+RuntimeInterface& runtime_interface() { return Runtime::instance(); }
+
 Runtime& Runtime::instance() {
   static Runtime* runtime = [] {
     watch_forks();  // a forked child (a DataLoader worker) has no writer threads: it never dumps

@@ -13,23 +13,11 @@
 #include <vector>
 
 #include "dumper/dumper.h"
+#include "runtime/runtime_interface.h"
 #include "opdump/report.h"
 #include "opdump/scopes.h"
 
 namespace opdump {
-
-// What an adapter (e.g. the PyTorch observer) learns from the runtime.
-class RuntimeListener {
- public:
-  virtual ~RuntimeListener() = default;
-  // Dumping turned on or off (a selected iteration began or ended, a config was set or finalized).
-  virtual void on_activity(bool dumping) = 0;
-  // A new iteration began (per-iteration counters restart).
-  virtual void on_iteration(uint64_t iteration) {}
-  // A dump is about to be finalized (finalize_dump, or replaced by set_dump): work the
-  // adapter still holds for it is handed over now.
-  virtual void on_dump_ending(Dumper& dumper) {}
-};
 
 struct ModelInfo {
   std::string name;
@@ -51,15 +39,9 @@ struct RuntimeSnapshot {
   bool model_enabled(const std::string& name) const;
 };
 
-// Where the environment asks a process to dump, and as which rank (read in this one place).
-struct EnvironmentSettings {
-  std::string config_path;  // OPDUMP_CONFIG, else MindSpore's MINDSPORE_DUMP_CONFIG; "" = none
-  uint32_t rank = 0;        // RANK, else LOCAL_RANK
-  uint32_t device_id = 0;   // LOCAL_RANK, else the rank
-};
-EnvironmentSettings read_environment();
-
-class Runtime {
+// The process-wide runtime. The framework side reaches it as a RuntimeInterface (whose comments say
+// what each member does); the public API and the core use it directly.
+class Runtime final : public RuntimeInterface {
  public:
   // The process's runtime, which the public APIs and the adapters use. It is never destroyed
   // (finalize() runs from atexit handlers instead), so that forked children and late static
@@ -67,73 +49,51 @@ class Runtime {
   // a runtime takes it by reference.
   static Runtime& instance();
   Runtime();
-  ~Runtime() { finalize_dump(); }
+  ~Runtime() override { finalize_dump(); }
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // the CANN aclmdlSetDump reference: init(config path, or "" for none) once per process.
-  void init(const std::string& config_path);
-  bool initialized() const;
-  void init_dump();
-  // Loads a config; it applies to models registered afterwards (and to ops outside models at
-  // once). A second call replaces the first.
-  void set_dump(const std::string& config_path);
-  void set_dump_config(DumpConfig config);
-  // Drains and closes the current dump; returns what was written and lost.
-  WriterReport finalize_dump();
-  void finalize();
+  void init(const std::string& config_path) override;
+  bool initialized() const override;
+  void init_dump() override;
+  void set_dump(const std::string& config_path) override;
+  void set_dump_config(DumpConfig config) override;
+  WriterReport finalize_dump() override;
+  void finalize() override;
 
-  // Iterations: step() ends the current one.
-  void step();
-  uint64_t iteration() const { return iteration_.load(std::memory_order_relaxed); }
+  void step() override;
+  uint64_t iteration() const override { return iteration_.load(std::memory_order_relaxed); }
   // The next op's task id: its execution index in the iteration, over every caller of the op path.
   uint64_t next_task_id() const { return task_counter_.fetch_add(1, std::memory_order_relaxed); }
-  // True while a dump is configured, the current iteration is selected, the dump is not paused
-  // and no error stopped it.
-  bool dumping() const { return dumping_.load(std::memory_order_relaxed); }
-  // msprobe's start()/stop(): ops run while paused are not reported (iterations still count).
-  void set_paused(bool paused);
+  bool dumping() const override { return dumping_.load(std::memory_order_relaxed); }
+  void set_paused(bool paused) override;
   bool paused() const { return paused_.load(std::memory_order_relaxed); }
   std::shared_ptr<Dumper> dumper() const;
+  std::shared_ptr<DumpSink> dump_sink() const override { return dumper(); }
+  OpReport begin_op() const override { return OpReport::begin(*this); }
   // The op path's view (thread-cached: one atomic load, no lock, while nothing changed).
   std::shared_ptr<const RuntimeSnapshot> snapshot() const;
-  // Turns dumping off after an internal error (the user's program goes on).
-  void disable_after_error(const std::string& what);
+  void disable_after_error(const std::string& what) override;
 
-  // The environment's settings (read_environment) applied once per process: the rank, and a dump
-  // when a config is named. Errors are logged, never thrown (a bad variable must not stop training).
-  // Returns whether a dump was configured.
-  bool activate_from_environment();
-  // The environment's settings the first time they are asked for (by activate_from_environment
-  // or a front end that applies them its own way, as the Python module does), nullopt afterwards.
-  std::optional<EnvironmentSettings> claim_environment();
+  bool activate_from_environment() override;
+  std::optional<EnvironmentSettings> claim_environment() override;
 
-  // Models (TorchScript loads, register_model): returns the model id.
-  uint64_t register_model(const std::string& name);
+  uint64_t register_model(const std::string& name) override;
   bool model_enabled(const std::string& name) const;  // registered after the current set_dump
   std::optional<ModelInfo> find_model(const std::string& name) const;  // a copy: registering may move the list
-  // What the tensors at these data addresses are ("parameter conv1.weight"), so that a report can
-  // say which parameter differs. Replaces earlier names of the same addresses.
-  void name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors);
-  std::string tensor_name(uint64_t address) const;  // "" when unknown
+  void name_tensors(std::vector<std::pair<uint64_t, std::string>> tensors) override;
+  std::string tensor_name(uint64_t address) const override;
 
-  // Process identity for the layouts and the support_device filter.
-  void set_rank(uint32_t rank, uint32_t device_id);
-  uint32_t rank() const { return rank_.load(std::memory_order_relaxed); }
+  void set_rank(uint32_t rank, uint32_t device_id) override;
+  uint32_t rank() const override { return rank_.load(std::memory_order_relaxed); }
   uint32_t device_id() const { return device_id_.load(std::memory_order_relaxed); }
 
-  // What the Python module tells about the calling thread's Python code ("" without it, e.g.
-  // in C++ programs, or on threads that run no Python).
-  struct PythonHooks {
-    std::function<std::string()> stack;     // the whole stack (exception dumps, aic_err_detail_dump)
-    std::function<std::string()> location;  // "file.py:line" of the innermost user frame (graphs/)
-  };
-  void set_python_hooks(PythonHooks hooks);
-  std::string python_stack() const;
-  std::string python_location() const;
+  void set_python_hooks(PythonHooks hooks) override;
+  std::string python_stack() const override;
+  std::string python_location() const override;
 
-  void add_listener(RuntimeListener* listener);
-  void remove_listener(RuntimeListener* listener);
+  void add_listener(RuntimeListener* listener) override;
+  void remove_listener(RuntimeListener* listener) override;
 
  private:
   void update_activity();

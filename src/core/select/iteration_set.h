@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "opdump/api.h"
+
 namespace opdump {
 
 // A set of iterations. Parsing is strict: "5-", "a", "3-1", empty pieces and numbers beyond
@@ -14,12 +16,12 @@ class IterationSet {
   static IterationSet all();
   static IterationSet parse(std::string_view spec, const std::string& field);
 
-  bool contains(uint64_t iteration) const;
+  OPDUMP_ADAPTER_API bool contains(uint64_t iteration) const;
   bool is_all() const { return all_; }
   bool empty() const { return !all_ && ranges_.empty(); }
   // The first selected iteration > `iteration`, or UINT64_MAX when none.
-  uint64_t next_after(uint64_t iteration) const;
-  std::string to_string() const;  // normalized: "all" or "0|5-8|100-120"
+  OPDUMP_ADAPTER_API uint64_t next_after(uint64_t iteration) const;
+  OPDUMP_ADAPTER_API std::string to_string() const;  // normalized: "all" or "0|5-8|100-120"
 
  private:
   bool all_ = false;

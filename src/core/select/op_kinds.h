@@ -5,16 +5,18 @@
 #include <string_view>
 #include <vector>
 
+#include "opdump/api.h"
+
 namespace opdump::op_kinds {
 
 // "aten::add" or "c10d::allreduce_" is an operator; "autograd::engine::...", "profiler::..."
 // and names with spaces are records of other things.
-bool is_operator(const char* record_name);
+OPDUMP_ADAPTER_API bool is_operator(const char* record_name);
 // Factories, views and metadata: nothing is computed from data (skip_no_compute_ops).
-bool computes_nothing(std::string_view op_type);
+OPDUMP_ADAPTER_API bool computes_nothing(std::string_view op_type);
 // Its output is a copy of the input at this slot (to, clone, contiguous, copy_'s source): data
 // flow runs through it. -1 for other ops.
-int copied_input(std::string_view op_type);
+OPDUMP_ADAPTER_API int copied_input(std::string_view op_type);
 // Ops the overflow scene ignores unless the config names its own list: their outputs are memory
 // nothing wrote yet, whose bit patterns may read as NaN/Inf.
 const std::vector<std::string>& overflow_ignored_by_default();

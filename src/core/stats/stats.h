@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "util/tensor.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -82,12 +83,12 @@ struct StatsOptions {
   ParallelRunner runner = nullptr;  // null: opdump's own helper threads
 };
 
-TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});
+OPDUMP_ADAPTER_API TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});
 
 // Statistics of `count` elements that all equal the one `element` views (a tensor just
 // filled with a constant: zero_, fill_), without reading them. Hashes are left empty: callers
 // that need md5 or xxhash summarize the data.
-TensorStats constant_stats(const TensorView& element, uint64_t count);
+OPDUMP_ADAPTER_API TensorStats constant_stats(const TensorView& element, uint64_t count);
 
 // Hex digests of raw bytes.
 std::string md5_hex(const void* data, size_t size);

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "opdump/api.h"
+
 namespace opdump {
 
 enum class DType : uint8_t {
@@ -29,7 +31,7 @@ inline constexpr int kDTypeCount = 15;
 
 size_t dtype_size(DType t);
 // numpy-style name: "bool", "int8", ..., "bfloat16", "complex128".
-std::string_view dtype_name(DType t);
+OPDUMP_ADAPTER_API std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);
 bool dtype_is_float(DType t);    // float16, bfloat16, float32, float64
 bool dtype_is_complex(DType t);  // complex64, complex128

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "util/tensor.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -25,7 +26,7 @@ inline constexpr uint64_t kMaxTextBytes = uint64_t(2) << 30;
 // A whole text file. Only regular files are read, opened without blocking (a named pipe or a
 // device under a dump's file name is an error, not a hang or an endless read); a file over
 // `max_bytes` is a FormatError. Throws IoError naming the file.
-std::string read_text_file(const std::string& path, uint64_t max_bytes = kMaxTextBytes);
+OPDUMP_ADAPTER_API std::string read_text_file(const std::string& path, uint64_t max_bytes = kMaxTextBytes);
 // The same for a file that may be absent: "" when there is nothing at `path`.
 std::string read_text_file_if_present(const std::string& path, uint64_t max_bytes = kMaxTextBytes);
 

@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 
+#include "opdump/api.h"
+
 namespace opdump {
 
 enum class LogLevel { Debug = 0, Info = 1, Warning = 2, Error = 3 };
@@ -16,7 +18,7 @@ LogSink set_log_sink(LogSink sink);
 void set_log_level(LogLevel level);
 LogLevel log_level();
 
-void log(LogLevel level, const std::string& message);
+OPDUMP_ADAPTER_API void log(LogLevel level, const std::string& message);
 inline void log_debug(const std::string& m) { log(LogLevel::Debug, m); }
 inline void log_info(const std::string& m) { log(LogLevel::Info, m); }
 inline void log_warning(const std::string& m) { log(LogLevel::Warning, m); }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "util/dtype.h"
+#include "opdump/api.h"
 
 namespace opdump {
 
@@ -54,7 +55,7 @@ class Buffer {
 // come from its writer's CopyPool instead). Large ones are mapped pages of their own, unmapped when
 // freed: glibc would keep freed large blocks in its heaps (its mmap threshold rises after each such
 // free), and the process's memory would stay high long after they were used.
-class HeapBuffer final : public Buffer {
+class OPDUMP_ADAPTER_API HeapBuffer final : public Buffer {
  public:
   explicit HeapBuffer(size_t size);
   HeapBuffer(const void* src, size_t size);
