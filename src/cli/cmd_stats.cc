@@ -15,6 +15,7 @@
 #include "format/npy.h"
 #include "format/placeholders_csv.h"
 #include "format/statistic_csv.h"
+#include "stats/helper_pool.h"
 #include "writer/atomic_file.h"
 
 namespace opdump::cli {
@@ -84,13 +85,19 @@ std::string recorded_cell(const RecordedStats& s, StatCategory c) {
   }
 }
 
-// msprobe's dump.json: each tensor's statistics computed from its file in dump_tensor_data/ when
-// there is one, else as dump.json recorded them. An .h5 dump: each tensor dataset's, by its path.
-int add_indexed_rows(const DumpFile& f, const std::vector<StatCategory>& cats, std::vector<Row>& rows,
-                     std::vector<std::string>& warnings) {
+// The hashes the categories ask for; a large tensor split over the command's helper threads.
+StatsOptions stats_options(const std::vector<StatCategory>& cats, const ParallelRunner& helpers) {
   StatsOptions so;
   so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
   so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+  so.runner = helpers;
+  return so;
+}
+
+// msprobe's dump.json: each tensor's statistics computed from its file in dump_tensor_data/ when
+// there is one, else as dump.json recorded them. An .h5 dump: each tensor dataset's, by its path.
+int add_indexed_rows(const DumpFile& f, const std::vector<StatCategory>& cats, const StatsOptions& so,
+                     std::vector<Row>& rows, std::vector<std::string>& warnings) {
   const DumpIndex index = index_dump(f.path);
   warnings.insert(warnings.end(), index.warnings.begin(), index.warnings.end());
   int failed = 0;
@@ -125,11 +132,8 @@ int add_indexed_rows(const DumpFile& f, const std::vector<StatCategory>& cats, s
   return failed;
 }
 
-void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, OriginalNames& names, FolderPlaceholders& holes,
-              std::vector<Row>& rows, std::vector<std::string>& warnings) {
-  StatsOptions so;
-  so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
-  so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+void add_rows(const DumpFile& f, const std::vector<StatCategory>& cats, const StatsOptions& so, OriginalNames& names,
+              FolderPlaceholders& holes, std::vector<Row>& rows, std::vector<std::string>& warnings) {
   const std::string name = names.of(f.path);  // as written, before a long name was shortened
   const std::string label = f.relative.empty() ? base_name(f.path) : f.relative;
   ParsedDumpName parsed;
@@ -208,6 +212,8 @@ void add_stats_command(CLI::App& app, int* exit_code) {
                   "Comma-separated statistics (max,min,avg,count,nan_count,l2norm,md5,xxhash,...; or all)");
   cmd->callback([opt, exit_code] {
     const auto cats = parse_categories(opt->categories);
+    const std::shared_ptr<HelperPool> helpers = HelperPool::make();
+    const StatsOptions so = stats_options(cats, helpers->runner());
     std::vector<Row> rows;
     int failed = 0;
     OriginalNames names;
@@ -222,8 +228,8 @@ void add_stats_command(CLI::App& app, int* exit_code) {
         continue;
       if (msprobe_file) continue;
       try {
-        if (f.kind == DumpFileKind::MsprobeDump || f.kind == DumpFileKind::H5) failed += add_indexed_rows(f, cats, rows, warnings);
-        else add_rows(f, cats, names, holes, rows, warnings);
+        if (f.kind == DumpFileKind::MsprobeDump || f.kind == DumpFileKind::H5) failed += add_indexed_rows(f, cats, so, rows, warnings);
+        else add_rows(f, cats, so, names, holes, rows, warnings);
       } catch (const Error& e) {
         std::fprintf(stderr, "opdump: %s\n", e.what());
         ++failed;

@@ -1,13 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "opdump/error.h"
+#include "stats/helper_pool.h"
 #include "stats/stats.h"
 
 using namespace opdump;
@@ -103,9 +107,11 @@ TEST(Stats, ParallelEqualsSerial) {
   TensorView view{v.data(), DType::Float32, {3000001}};
   StatsOptions serial;
   serial.threads = 1;
+  const std::shared_ptr<HelperPool> helpers = HelperPool::make();
   StatsOptions parallel;
   parallel.threads = 4;
   parallel.parallel_threshold_bytes = 1024;
+  parallel.runner = helpers->runner();
   TensorStats a = compute_stats(view, serial), b = compute_stats(view, parallel);
   EXPECT_EQ(a.nan, b.nan);
   EXPECT_EQ(a.min, b.min);
@@ -113,6 +119,35 @@ TEST(Stats, ParallelEqualsSerial) {
   // Block boundaries differ, so the float-lane rounding differs slightly.
   EXPECT_NEAR(a.sum, b.sum, 1e-7 * std::fabs(a.sum) + 1e-6);
   EXPECT_NEAR(a.sum_sq, b.sum_sq, 1e-7 * a.sum_sq);
+}
+
+// A HelperPool runs all but the first job on its own threads and returns when all are done; without
+// a runner every part runs on the calling thread.
+TEST(Stats, HelperPoolRunsPartsOnItsThreadsAndNoRunnerRunsThemHere) {
+  std::mutex m;
+  std::set<std::thread::id> ran_on;
+  std::atomic<int> done{0};
+  const auto record = [&](uint64_t, uint64_t, unsigned) {
+    std::lock_guard<std::mutex> lock(m);
+    ran_on.insert(std::this_thread::get_id());
+    ++done;
+  };
+  run_split(64 * 8, 4, ParallelRunner(), record);
+  EXPECT_EQ(done.load(), 4);
+  EXPECT_EQ(ran_on, std::set<std::thread::id>{std::this_thread::get_id()});
+  ran_on.clear();
+  done = 0;
+  {
+    const std::shared_ptr<HelperPool> helpers = HelperPool::make();
+    const ParallelRunner runner = helpers->runner();
+    run_split(64 * 8, 4, runner, [&](uint64_t b, uint64_t e, unsigned p) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no helper finishes before the others start
+      record(b, e, p);
+    });
+    EXPECT_EQ(done.load(), 4);
+    EXPECT_EQ(ran_on.size(), 4u) << "each part on a thread of its own";
+    EXPECT_EQ(ran_on.count(std::this_thread::get_id()), 1u) << "the caller takes the first part";
+  }  // the runner and the pool go: its threads are joined (a hang here would fail the test by timeout)
 }
 
 namespace {

@@ -7,17 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 
 #include "opdump/error.h"
 #include "stats_kernels.h"
 #include "util/cpu_features.h"
 #include "util/thread_budget.h"
-#include "util/thread_name.h"
 
 namespace opdump {
 namespace detail {
@@ -180,73 +175,7 @@ std::string xxhash_hex(const void* data, size_t size) {
   return fmt::format("{:016x}", static_cast<unsigned long long>(XXH3_64bits(data, size)));
 }
 
-namespace {
-
-// Helper threads for splitting one large tensor, started once and kept: spawning threads per
-// call would cost more than the work for tensors of a few MB.
-class StatsPool {
- public:
-  static StatsPool& instance() {
-    static StatsPool* pool = new StatsPool();  // never destroyed: usable during exit
-    return *pool;
-  }
-  // Runs jobs[1..] on helpers and jobs[0] on the caller; returns when all are done.
-  void run(std::vector<std::function<void()>>& jobs) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    ensure_threads(jobs.size() - 1);
-    pending_ = jobs.size() - 1;
-    for (size_t i = 1; i < jobs.size(); ++i) queue_.push_back(&jobs[i]);
-    lock.unlock();
-    has_work_.notify_all();
-    jobs[0]();
-    lock.lock();
-    done_.wait(lock, [&] { return pending_ == 0; });
-  }
-
- private:
-  void ensure_threads(size_t n) {
-    while (threads_.size() < n) {
-      threads_.emplace_back([this] {
-        name_this_thread("opdump-split");
-        std::unique_lock<std::mutex> lock(mutex_);
-        while (true) {
-          has_work_.wait(lock, [&] { return !queue_.empty(); });
-          std::function<void()>* job = queue_.front();
-          queue_.pop_front();
-          lock.unlock();
-          (*job)();
-          lock.lock();
-          if (--pending_ == 0) done_.notify_all();
-        }
-      });
-      threads_.back().detach();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable has_work_, done_;
-  std::deque<std::function<void()>*> queue_;
-  size_t pending_ = 0;
-  std::vector<std::thread> threads_;
-};
-
-std::mutex& pool_user_mutex() {
-  static std::mutex m;  // one large tensor at a time uses the helpers
-  return m;
-}
-
-// The default runner: the helpers, one tensor at a time.
-void run_on_helpers(std::vector<std::function<void()>>& jobs) {
-  std::unique_lock<std::mutex> busy(pool_user_mutex(), std::try_to_lock);
-  if (busy.owns_lock()) {
-    StatsPool::instance().run(jobs);
-  } else {
-    for (auto& j : jobs) j();  // another tensor is using the helpers: do it here
-  }
-}
-
-}  // namespace
-
-void run_split(uint64_t n, unsigned parts, ParallelRunner runner,
+void run_split(uint64_t n, unsigned parts, const ParallelRunner& runner,
                const std::function<void(uint64_t begin, uint64_t end, unsigned index)>& part) {
   std::vector<std::function<void()>> jobs;
   const uint64_t per = part_length(n, parts, 64);
@@ -254,7 +183,11 @@ void run_split(uint64_t n, unsigned parts, ParallelRunner runner,
     const uint64_t b = std::min<uint64_t>(n, per * p), e = std::min<uint64_t>(n, per * (p + 1));
     jobs.emplace_back([&part, b, e, p] { part(b, e, p); });
   }
-  (runner ? runner : &run_on_helpers)(jobs);
+  if (runner) {
+    runner(jobs);
+  } else {
+    for (auto& j : jobs) j();
+  }
 }
 
 TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
@@ -263,7 +196,7 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   detail::StatsKernel kernel = detail::best_stats_kernel();
   detail::StatsPartial total;
   unsigned threads = options.threads ? options.threads : hardware_threads();
-  if (bytes < options.parallel_threshold_bytes || threads <= 1 || n < 4096) {
+  if (!options.runner || bytes < options.parallel_threshold_bytes || threads <= 1 || n < 4096) {
     kernel(view.data, 0, n, view.dtype, &total);
   } else {
     threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));

@@ -64,23 +64,23 @@ struct TensorStats {
 
 // Runs every job and returns when all are done, some of them on other threads: a framework's
 // own worker pool, injected by its adapter, so that splitting a tensor does not start threads
-// that compete with the framework's for the cores.
-using ParallelRunner = void (*)(std::vector<std::function<void()>>& jobs);
+// that compete with the framework's for the cores, or the HelperPool (stats/helper_pool.h) of
+// what computes the statistics (a dump, the stats command).
+using ParallelRunner = std::function<void(std::vector<std::function<void()>>& jobs)>;
 
 // Calls part(begin, end, index) for `parts` pieces of [0, n), each a whole number of 64 elements
-// (the last one shorter), through `runner` (null: opdump's own helper threads, or the calling
-// thread while another tensor uses them).
-void run_split(uint64_t n, unsigned parts, ParallelRunner runner,
+// (the last one shorter), through `runner` (empty: one after the other on the calling thread).
+void run_split(uint64_t n, unsigned parts, const ParallelRunner& runner,
                const std::function<void(uint64_t begin, uint64_t end, unsigned index)>& part);
 
 struct StatsOptions {
   bool md5 = false;
   bool xxhash = false;
-  // Threads for one large tensor (0 = hardware concurrency). Tensors below
-  // parallel_threshold_bytes are done on the calling thread.
+  // Threads for one large tensor (0 = hardware concurrency), through `runner` (empty: the
+  // calling thread alone). Tensors below parallel_threshold_bytes are done on the calling thread.
   unsigned threads = 0;
   size_t parallel_threshold_bytes = size_t(8) << 20;
-  ParallelRunner runner = nullptr;  // null: opdump's own helper threads
+  ParallelRunner runner;
 };
 
 OPDUMP_ADAPTER_API TensorStats compute_stats(const TensorView& view, const StatsOptions& options = {});
