@@ -21,7 +21,7 @@
 #include "layout/layout.h"
 #include "opdump/error.h"
 #include "read/dump_index.h"
-#include "read/h5_dump.h"
+#include "read/h5_index.h"
 #include "util/file_read.h"
 #include "util/progress.h"
 

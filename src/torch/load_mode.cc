@@ -13,7 +13,7 @@
 #include "dumper/h5_dump.h"
 #include "kernel_args.h"
 #include "opdump/error.h"
-#include "read/h5_dump.h"
+#include "read/h5_index.h"
 #include "replay/arguments.h"
 #include "replay/op_call.h"
 #include "opdump/opdump.h"

@@ -1,4 +1,4 @@
-// dumper/h5_dump and read/h5_dump: a Dumper configured with opdump.h5_file writes the ops it is given
+// dumper/h5_dump and read/h5_index: a Dumper configured with opdump.h5_file writes the ops it is given
 // in the torch_npu 1.5 dumper's layout, named by their arguments, and the dump index reads them back.
 #include "dumper/h5_dump.h"
 

@@ -11,7 +11,7 @@
 
 #include "expand.h"
 #include "opdump/error.h"
-#include "read/h5_dump.h"
+#include "read/h5_index.h"
 #include "stats/stats.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

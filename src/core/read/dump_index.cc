@@ -17,7 +17,7 @@
 #include "format/dump_files.h"
 #include "format/msprobe_dump.h"
 #include "format/torch_pt.h"
-#include "read/h5_dump.h"
+#include "read/h5_index.h"
 #include "opdump/error.h"
 #include "util/file_read.h"
 #include "util/log.h"

@@ -1,4 +1,4 @@
-#include "read/h5_dump.h"
+#include "read/h5_index.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "replay_report.h"
 
 #include <fmt/format.h>
 

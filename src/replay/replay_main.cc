@@ -9,7 +9,7 @@
 #include "cross_replay.h"
 #include "engine.h"
 #include "opdump/error.h"
-#include "report.h"
+#include "replay_report.h"
 
 namespace {
 
