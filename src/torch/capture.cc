@@ -75,9 +75,9 @@ std::shared_ptr<Buffer> host_copy(const at::Tensor& t, DumpSink* dump) {
     std::shared_ptr<const Buffer> memory;
     uint8_t* bytes_at;
     if (dump) {
-      auto copy_memory = dump->allocate_copy(bytes);
-      bytes_at = copy_memory->mutable_data();
-      memory = std::move(copy_memory);
+      CopyBytes copy_memory = dump->allocate_copy(bytes);
+      bytes_at = copy_memory.data;
+      memory = std::move(copy_memory.owner);
     } else {
       auto heap = std::make_shared<HeapBuffer>(bytes);
       bytes_at = heap->mutable_data();

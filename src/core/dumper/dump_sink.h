@@ -16,7 +16,7 @@
 #include "dumper/op_record.h"
 #include "opdump/report.h"
 #include "stats/stats.h"
-#include "writer/copy_pool.h"
+#include "util/tensor.h"
 
 namespace opdump {
 
@@ -38,6 +38,13 @@ struct AdapterSettings {
   static AdapterSettings of(const DumpConfig& config);
 };
 
+// Writable host memory for a tensor's copy, and what keeps it alive (a plain value: the adapter never
+// sees the writer's memory classes, whose type_info stays inside libopdump.so).
+struct CopyBytes {
+  uint8_t* data = nullptr;
+  std::shared_ptr<const Buffer> owner;
+};
+
 class DumpSink {
  public:
   virtual ~DumpSink() = default;
@@ -57,7 +64,7 @@ class DumpSink {
   virtual StatsOptions stats_options() const = 0;
   // Host memory for a tensor's copy, from the writer's pool, and the bytes counted as in flight
   // until the returned handle is released (the writer's max_inflight_mb).
-  virtual std::shared_ptr<CopyMemory> allocate_copy(size_t bytes) = 0;
+  virtual CopyBytes allocate_copy(size_t bytes) = 0;
   virtual std::shared_ptr<const void> charge(uint64_t bytes) = 0;
 
   // ---- debug scenes (the CANN aclmdlSetDump reference dump_debug / dump_scene, MindSpore op_debug_mode) ----

@@ -305,6 +305,12 @@ void Dumper::dump_bin(const OpRecord& op, const std::string& folder, const std::
   });
 }
 
+CopyBytes Dumper::allocate_copy(size_t bytes) {
+  std::shared_ptr<CopyMemory> memory = writer_->allocate_copy(bytes);
+  uint8_t* data = memory->mutable_data();
+  return CopyBytes{data, std::move(memory)};
+}
+
 StatsOptions Dumper::stats_options() const {
   const auto& cats = config_.stat_categories;
   StatsOptions so;

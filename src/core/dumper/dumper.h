@@ -97,7 +97,7 @@ class Dumper final : public DumpSink {
   StatsOptions stats_options() const override;
 
   AsyncWriter& writer() { return *writer_; }
-  std::shared_ptr<CopyMemory> allocate_copy(size_t bytes) override { return writer_->allocate_copy(bytes); }
+  CopyBytes allocate_copy(size_t bytes) override;
   std::shared_ptr<const void> charge(uint64_t bytes) override { return writer_->charge(bytes); }
   DumpCounters counters() const override;
   void flush_pending_rows() override;

@@ -13,7 +13,6 @@
 #include "dumper/dump_sink.h"
 #include "dumper/op_record.h"
 #include "opdump/api.h"
-#include "opdump/api.h"
 
 namespace opdump {
 
@@ -79,7 +78,7 @@ class OPDUMP_ADAPTER_API OpReport {
   std::shared_ptr<Dumper> dumper_;
   std::shared_ptr<DumpSink> sink_;  // dumper_, as the framework side sees it
   const AdapterSettings* settings_ = nullptr;
-  Dumper* leased_ = nullptr;  // entered the dump (Dumper::enter_op): finalize waits until it leaves
+  Dumper* leased_ = nullptr;  // entered the dump (Dumper::try_enter_op): finalize waits until it leaves
   OpRecord record_;
   const Runtime* runtime_ = nullptr;
 };

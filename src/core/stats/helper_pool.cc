@@ -18,6 +18,7 @@ ParallelRunner HelperPool::runner() {
 }
 
 void HelperPool::run(std::vector<std::function<void()>>& jobs) {
+  if (jobs.empty()) return;
   std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
   if (!busy.owns_lock()) {  // another tensor is using the helpers: do it here
     for (auto& j : jobs) j();
