@@ -9,31 +9,21 @@
 namespace opdump {
 
 namespace {
-void leave(Dumper*& leased) {
-  if (leased) std::exchange(leased, nullptr)->leave_op();
-}
+// The engine behind the sink the report holds (the runtime only ever hands out its Dumper).
+Dumper& engine(const std::shared_ptr<DumpSink>& sink) { return static_cast<Dumper&>(*sink); }
 }  // namespace
 
 OpReport::OpReport() = default;
-OpReport::~OpReport() { leave(leased_); }
-
-OpReport::OpReport(OpReport&& o) noexcept
-    : snapshot_(std::move(o.snapshot_)),
-      dumper_(std::move(o.dumper_)),
-      sink_(std::move(o.sink_)),
-      settings_(std::exchange(o.settings_, nullptr)),
-      leased_(std::exchange(o.leased_, nullptr)),
-      record_(std::move(o.record_)),
-      runtime_(std::exchange(o.runtime_, nullptr)) {}
+OpReport::~OpReport() {
+  if (sink_) engine(sink_).leave_op();
+}
+OpReport::OpReport(OpReport&& o) noexcept = default;  // a moved-from report holds no sink: no lease
 
 OpReport& OpReport::operator=(OpReport&& o) noexcept {
   if (this != &o) {
-    leave(leased_);
+    if (sink_) engine(sink_).leave_op();
     snapshot_ = std::move(o.snapshot_);
-    dumper_ = std::move(o.dumper_);
     sink_ = std::move(o.sink_);
-    settings_ = std::exchange(o.settings_, nullptr);
-    leased_ = std::exchange(o.leased_, nullptr);
     record_ = std::move(o.record_);
     runtime_ = std::exchange(o.runtime_, nullptr);
   }
@@ -46,10 +36,7 @@ OpReport OpReport::begin(const Runtime& runtime) {
   const std::shared_ptr<Dumper>& dumper = report.snapshot_->dumper;
   if (!dumper || runtime.paused() || !dumper->iteration_selected(runtime.iteration())) return report;
   if (!dumper->try_enter_op()) return report;  // the dump is closing
-  report.leased_ = dumper.get();
-  report.dumper_ = dumper;
   report.sink_ = dumper;
-  report.settings_ = &dumper->settings();
   report.runtime_ = &runtime;
   return report;
 }
@@ -66,18 +53,18 @@ void OpReport::identify(const std::string& op_type, std::string name, std::strin
   record_.model_id = model_id;
   record_.iteration = runtime_->iteration();
   // .h5 dumps number every op they see (their seqid); other dumps keep the shared counter off the op path
-  if (dumper_->config().file_format == FileFormat::H5) record_.sequence = dumper_->next_op_sequence();
+  if (engine(sink_).config().file_format == FileFormat::H5) record_.sequence = engine(sink_).next_op_sequence();
 }
 
 OpPlan OpReport::decide() const {
   OpPlan plan;
-  const DumpConfig& config = dumper_->config();
+  const DumpConfig& config = engine(sink_).config();
   const std::string& model = record_.model_name;
   if (!model.empty() && config.model_dump_needs_reload() && !snapshot_->model_enabled(model)) return plan;
   plan.scene = config.scene != Scene::Normal;
   // Outside the watcher, a debug scene dumps nothing unless one of its checks fires.
   if (plan.scene && config.scene != Scene::Watcher) return plan;
-  if (!dumper_->op_selected(model, record_.id.op_name, record_.id.op_type, scopes::marked())) return plan;
+  if (!engine(sink_).op_selected(model, record_.id.op_name, record_.id.op_type, scopes::marked())) return plan;
   plan.dump = true;
   plan.inputs = config.dumps_inputs();
   plan.outputs = config.dumps_outputs();
@@ -87,12 +74,12 @@ OpPlan OpReport::decide() const {
 
 void OpReport::record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
                                 const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
-  dumper_->record_execution(record_, std::move(input_ids), std::move(output_ids), source, named);
+  engine(sink_).record_execution(record_, std::move(input_ids), std::move(output_ids), source, named);
 }
 
 void OpReport::write_kernel_args(std::string json) {
-  if (dumper_->config().file_format == FileFormat::H5) record_.arguments = std::move(json);
-  else dumper_->write_kernel_args(record_, std::move(json));
+  if (engine(sink_).config().file_format == FileFormat::H5) record_.arguments = std::move(json);
+  else engine(sink_).write_kernel_args(record_, std::move(json));
 }
 
 void OpReport::add_output_layouts(const std::string& json_array) { opdump::add_output_layouts(record_.arguments, json_array); }

@@ -43,11 +43,11 @@ class OPDUMP_ADAPTER_API OpReport {
   // Empty when no dump is configured, the current iteration is not selected, or the dump is
   // closing: the op is not reported at all.
   static OpReport begin(const Runtime& runtime);
-  explicit operator bool() const { return leased_ != nullptr; }
+  explicit operator bool() const { return sink_ != nullptr; }
 
   DumpSink& dumper() const { return *sink_; }
   const std::shared_ptr<DumpSink>& shared_dumper() const { return sink_; }
-  const AdapterSettings& settings() const { return *settings_; }
+  const AdapterSettings& settings() const { return sink_->settings(); }
 
   // The registered id of a model ("" or unregistered: 0).
   uint64_t model_id(const std::string& model) const;
@@ -75,10 +75,9 @@ class OPDUMP_ADAPTER_API OpReport {
 
  private:
   std::shared_ptr<const RuntimeSnapshot> snapshot_;
-  std::shared_ptr<Dumper> dumper_;
-  std::shared_ptr<DumpSink> sink_;  // dumper_, as the framework side sees it
-  const AdapterSettings* settings_ = nullptr;
-  Dumper* leased_ = nullptr;  // entered the dump (Dumper::try_enter_op): finalize waits until it leaves
+  // The dump this op entered (Dumper::try_enter_op; null: not reported): finalize waits until it
+  // leaves. Always a Dumper; the framework side sees it as its DumpSink.
+  std::shared_ptr<DumpSink> sink_;
   OpRecord record_;
   const Runtime* runtime_ = nullptr;
 };
