@@ -58,4 +58,10 @@ void DeferredRows::flush() {
   });
 }
 
+void DeferredRows::release_written() {
+  std::vector<std::shared_ptr<std::vector<Row>>> written;  // freed here, on leaving
+  std::lock_guard<std::mutex> lock(mutex_);
+  written.swap(written_);
+}
+
 }  // namespace opdump

@@ -31,6 +31,10 @@ class DeferredRows {
   // Hands the queued rows to the writer (a full batch, the end of a dumped iteration, finalize):
   // their statistics are computed there while training goes on.
   void flush();
+  // Frees the batches the writer is done with (finalize, once the writer has drained): a finished dump
+  // holds none of the adapter's memory -- a CUDA copy freed at thread exit, after the CUDA runtime
+  // unloaded, aborts the process -- nor, on the CPU, the tensors whose statistics were pending.
+  void release_written();
 
  private:
   struct Row {

@@ -456,6 +456,7 @@ WriterReport Dumper::finalize(uint64_t last_iteration) {
   execution_->flush();
   finalize_scenes();
   writer_->drain();
+  deferred_rows_->release_written();
   statistics_->close_all();
   if (h5_) {
     try {
