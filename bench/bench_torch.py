@@ -24,6 +24,7 @@ mode is also measured inside one process, where that noise cancels:
 
 --model resnet50 (batch 16: about 10x the step) shows whether the overhead grows with the model; --model tiny
 (100 Linear(16, 16)+ReLU layers) the fixed cost per op, printed in microseconds for every model.
+--device cuda trains on the GPU (scripts/gpu_check.sh runs it on a GPU machine).
 
 --baseline OTHER/python measures a second build of opdump (an earlier commit, say) in the same
 rounds, each of its modes right after this build's: the last lines give this build's step time
@@ -41,7 +42,8 @@ import time
 
 WORKER = r"""
 import json, statistics, sys, time, torch, torchvision
-mode, steps, path, threads, model = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+mode, steps, path, threads, model, device = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5],
+                                             sys.argv[6])
 if threads:
     torch.set_num_threads(threads)
 torch.manual_seed(0)
@@ -54,10 +56,14 @@ else:
     # resnet50 at 4x the batch for a model doing about 10x the work.
     m = getattr(torchvision.models, model)(num_classes=1000)
     x = torch.randn(16 if model == "resnet50" else 4, 3, 64, 64)
+m, x = m.to(device), x.to(device)
 opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-y = torch.randint(0, 1000, (x.shape[0],))
+y = torch.randint(0, 1000, (x.shape[0],)).to(device)
+on_gpu = device != "cpu"
 def step():
     opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
+    if on_gpu:
+        torch.cuda.synchronize()  # a step's time is its kernels' too
 base, _, how = mode.partition("-")
 base, _, host_work = base.partition("@")  # stats@background: opdump.host_work forced
 alternate = how == "alt"      # even iterations dumped, odd ones not: both in this process
@@ -111,6 +117,7 @@ print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start,
 
 THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
 MODEL = "resnet18"  # the model the workers train
+DEVICE = "cpu"  # where they train
 # glibc's defaults move with what a process frees: after a large block is freed its mmap threshold
 # rises and it trims freed memory back to the kernel, so a plain training step faults its
 # activations in again every step (205k minor faults and 2 s of system time per 10 resnet18 steps
@@ -146,7 +153,8 @@ def run_mode(mode, steps, workdir, pythonpath=None):
     env.update(ALLOCATORS[ALLOCATOR])
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL, DEVICE],
+                         capture_output=True,
                          text=True, env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
     # The sizes of the files a tensor dump wrote, for writing the same files without opdump.
@@ -224,9 +232,12 @@ def main():
     p.add_argument("--model", choices=["resnet18", "resnet50", "tiny"], default="resnet18",
                    help="resnet18 at batch 4 (default: msprobe's workload); resnet50 at batch 16 (about 10x the step); "
                         "tiny: 100 Linear(16, 16)+ReLU layers at batch 4 (the fixed cost per op, in microseconds)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) or cuda: the model trains there, each step synchronized; statistics and overflow "
+                        "checks then run on the GPU and tensors are copied to pinned host memory")
     args = p.parse_args()
-    global THREADS, MODEL
-    THREADS, MODEL = args.threads, args.model
+    global THREADS, MODEL, DEVICE
+    THREADS, MODEL, DEVICE = args.threads, args.model, args.device
     baseline = {}  # mode -> [(this build / baseline) per round]
     baseline_rss = []  # the baseline's peak RSS in tensor mode, per round
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
@@ -255,6 +266,9 @@ def main():
                 this_round[mode] = statistics.median(d["times"])
                 this_cpu[mode] = statistics.median(d["cpu"])
                 medians[mode].append(this_round[mode])
+                # As it goes, so that a run cut short (a lent GPU machine's time limit) still says something.
+                print(f"  [{ALLOCATOR} round {r + 1}] {mode:8s} {this_round[mode] * 1e3:8.1f} ms/step wall, "
+                      f"{this_cpu[mode] * 1e3:8.1f} ms CPU", file=sys.stderr, flush=True)
                 if args.baseline and mode != "plain":
                     b = run_mode(mode, args.steps, workdir, args.baseline)
                     baseline.setdefault((ALLOCATOR, mode), []).append(this_round[mode] / statistics.median(b["times"]))
@@ -315,7 +329,8 @@ def main():
     threads = runs["plain"][0]["threads"] if runs["plain"] else "?"
     described = {"resnet18": "resnet18, batch 4x3x64x64", "resnet50": "resnet50, batch 16x3x64x64",
                  "tiny": "100 Linear(16, 16)+ReLU layers, batch 4x16"}[MODEL]
-    print(f"{described}, 1000 classes, SGD momentum 0.9, CPU, {threads} training threads on "
+    print(f"{described}, 1000 classes, SGD momentum 0.9, "
+          f"{'CPU' if DEVICE == 'cpu' else DEVICE + ' (each step synchronized)'}, {threads} training threads on "
           f"{os.cpu_count()} cores; median step over {args.steps} steps x {args.rounds} rounds; ratio = median over "
           f"rounds of (mode / plain of the same round)")
     for allocator, (t_medians, t_ratios, t_cpu, t_runs) in tables.items():

@@ -1,6 +1,7 @@
 #include "standard.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (there since fmt 11)
 
 #include <algorithm>
 #include <cmath>

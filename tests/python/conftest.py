@@ -46,7 +46,9 @@ def run(opdump_bin):
 
 
 WORKLOAD = pathlib.Path(__file__).with_name("torch_workload.py")
-PYTHON = "/usr/bin/python3"
+# The interpreter that has torch: Debian's (the first python3 on PATH lacks it); a GPU machine's own
+# through OPDUMP_TEST_PYTHON (scripts/gpu_check.sh).
+PYTHON = os.environ.get("OPDUMP_TEST_PYTHON", "/usr/bin/python3")
 
 
 @pytest.fixture

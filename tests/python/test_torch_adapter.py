@@ -19,6 +19,12 @@ DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torc
           6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
 
 
+# Where the workload trains: the CUDA runs take the device paths (statistics reduced on the GPU, tensors
+# copied to pinned host memory behind an event) and skip on a machine without a GPU.
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                 reason="no CUDA device on this machine"))]
+
+
 def iteration_folder(root, it, graph=0):
     return os.path.join(root, "net", str(graph), str(it))
 
@@ -138,16 +144,18 @@ def test_generated_names_are_stable_and_every_reader_resolves_them(run, tmp_path
     assert long_rows and {r["IO"] for r in long_rows} == {"input", "output"}
 
 
-def test_dumping_never_changes_training(workload, tmp_path):
-    plain = workload("small", steps=4)
-    dumped = workload("small", steps=4, config=ms_config(tmp_path / "d", saved_data="full"))
+@pytest.mark.parametrize("device", DEVICES)
+def test_dumping_never_changes_training(workload, tmp_path, device):
+    plain = workload("small", steps=4, extra=["--device", device])
+    dumped = workload("small", steps=4, config=ms_config(tmp_path / "d", saved_data="full"), extra=["--device", device])
     assert plain["losses"] == dumped["losses"]  # bit-identical floats
     assert plain["params"] == dumped["params"]
     assert dumped["report"]["ok"] and dumped["report"]["files_written"] > 100
 
 
-def test_inplace_op_dumps_the_value_before_mutation(workload, tmp_path):
-    r = workload("inplace", steps=1, config=ms_config(tmp_path / "d"))
+@pytest.mark.parametrize("device", DEVICES)
+def test_inplace_op_dumps_the_value_before_mutation(workload, tmp_path, device):
+    r = workload("inplace", steps=1, config=ms_config(tmp_path / "d"), extra=["--device", device])
     keys = dr.tensors(iteration_folder(r["report"]["root"], 0))
     mul = [k for k in keys if k[0] == "mul_" and k[1].startswith("Default_net-InPlace")]
     assert mul, sorted(keys)
@@ -160,10 +168,11 @@ def test_inplace_op_dumps_the_value_before_mutation(workload, tmp_path):
     np.testing.assert_array_equal(dr.load(keys[lin_out]), x)
 
 
-def test_statistic_csv_equals_numpy_of_the_dumped_tensors(workload, tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_statistic_csv_equals_numpy_of_the_dumped_tensors(workload, tmp_path, device):
     cfg = ms_config(tmp_path / "d", iteration="0", saved_data="full",
                     common={"statistic_category": ["max", "min", "avg", "count", "nan count", "l2norm"]})
-    r = workload("small", steps=1, config=cfg)
+    r = workload("small", steps=1, config=cfg, extra=["--device", device])
     folder = iteration_folder(r["report"]["root"], 0)
     files = dr.tensors(folder)
     rows = dr.statistics(folder)
@@ -555,17 +564,34 @@ def test_support_device_filters_ranks(tmp_path):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
-def test_cuda_statistics_on_device(workload, tmp_path):
-    code = ("import torch, opdump, json\n"
-            f"opdump.set_dump({str(tmp_path / 'c.json')!r})\n"
-            "m = opdump.register_model(torch.nn.Linear(256, 256).cuda(), 'net').module\n"
-            "x = torch.randn(64, 256, device='cuda')\n"
-            "m(x).sum().backward(); torch.cuda.synchronize()\n"
-            "print(json.dumps(opdump.finalize_dump()))\n")
-    (tmp_path / "c.json").write_text(json.dumps(ms_config(tmp_path / "cuda", saved_data="full")))
-    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
-    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert json.loads(out.stdout)["ok"]
+def test_cuda_tensors_of_a_side_stream_are_dumped_after_their_kernels(tmp_path):
+    """A host copy waits for the stream the op ran on, not the default one: a large product on a side
+    stream is still running when its copy is queued."""
+    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0"))
+    code = """
+import sys, torch, opdump, numpy as np
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4096, 4096)
+    def forward(self, x):
+        return torch.relu(self.fc(x) @ x)  # about 2 ms of GPU work before relu's output is ready
+opdump.set_dump(sys.argv[1])
+m = opdump.register_model(Net().cuda(), 'net').module
+x = torch.randn(4096, 4096, device='cuda')
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    y = m(x)
+torch.cuda.current_stream().wait_stream(s)
+np.save(sys.argv[2], y.detach().cpu().numpy())
+assert opdump.finalize_dump()['ok']
+"""
+    run_script(code, cfg, tmp_path / "y.npy")
+    keys = dr.tensors(iteration_folder(str(tmp_path / "d" / "rank_0"), 0))
+    relu = [k for k in keys if k[0] == "relu" and k[2] == "output"]
+    assert len(relu) == 1, sorted(keys)
+    np.testing.assert_array_equal(dr.load(keys[relu[0]]), np.load(tmp_path / "y.npy"))
 
 
 def test_dataloader_workers_and_autograd_threads_are_safe(tmp_path):

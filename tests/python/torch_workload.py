@@ -1,6 +1,6 @@
 """A deterministic CPU training workload run in its own process by the adapter tests.
 
-    torch_workload.py --model resnet18|small|inplace --steps N [--config FILE] [--result OUT.json]
+    torch_workload.py --model resnet18|small|inplace --steps N [--config FILE] [--result OUT.json] [--device cuda]
 
 Writes the losses, a hash of the final parameters and what opdump reported to OUT.json."""
 import argparse
@@ -74,7 +74,10 @@ def main():
     p.add_argument("--distributed", action="store_true")
     p.add_argument("--bf16", action="store_true", help="forward under CPU autocast to bfloat16")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    p.add_argument("--device", default="cpu", help="where the model trains (cuda: deterministic cuBLAS too)")
     args = p.parse_args()
+    if args.device != "cpu":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts: deterministic GEMMs
 
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
@@ -83,6 +86,7 @@ def main():
         import torch.distributed as dist
         dist.init_process_group("gloo")
     model, shape = build(args.model)
+    model.to(args.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     gen = torch.Generator().manual_seed(1)
     data = [(torch.randn(shape, generator=gen), torch.randint(0, 10, (shape[0],), generator=gen))
@@ -105,8 +109,9 @@ def main():
     for x, y in data:
         if os.environ.get("OPDUMP_TEST_EXTRA_OPS"):
             torch.ones(4).mul(3).add(1).sum()  # bookkeeping outside the model
+        x, y = x.to(args.device), y.to(args.device)
         opt.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+        with torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=args.bf16):
             out = model(x)
         loss = F.cross_entropy(out.float(), y)
         loss.backward()
@@ -123,7 +128,7 @@ def main():
         root = opdump.dump_root()
         report = opdump.finalize_dump()
         report["root"] = root
-    digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+    digest = hashlib.sha256(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())).hexdigest()
     result = {"losses": losses, "params": digest, "report": report, "thread_names": thread_names}
     if args.result:
         with open(args.result, "w") as f:

@@ -1,12 +1,13 @@
 // The one device-reduction path (statistics and overflow checks made with ATen ops where the
-// tensor lives), run on CPU tensors here: its numbers equal the host kernels' on the same data.
-// On a GPU machine the same code runs on the device (tests/python: the CUDA tests).
+// tensor lives): its numbers equal the host kernels' on the same data, for CPU tensors and, on a
+// machine with a GPU, for the same tensors on the CUDA device (skipped without one).
 #include "device_reduce.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <string>
 #include <limits>
 
 #include "debug_scenes/debug_scenes.h"
@@ -32,14 +33,30 @@ at::Tensor with_specials() {
   return t;
 }
 
+class ReductionOnDevice : public ::testing::TestWithParam<c10::DeviceType> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == c10::DeviceType::CUDA && !torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  }
+  // The host kernel's input stays on the CPU; the reduction gets the same values where the test runs.
+  at::Tensor there(const at::Tensor& t) const { return t.defined() ? t.to(GetParam()) : t; }
+};
+
+std::string device_name(const ::testing::TestParamInfo<c10::DeviceType>& info) {
+  return info.param == c10::DeviceType::CUDA ? "CUDA" : "CPU";
+}
+
 }  // namespace
 
-TEST(DeviceReduction, StatisticsEqualTheHostKernel) {
+INSTANTIATE_TEST_SUITE_P(Devices, ReductionOnDevice, ::testing::Values(c10::DeviceType::CPU, c10::DeviceType::CUDA),
+                         device_name);
+
+TEST_P(ReductionOnDevice, StatisticsEqualTheHostKernel) {
   torch::manual_seed(1);
   for (at::Tensor t : {with_specials(), torch::randint(-50, 50, {777}, torch::kInt64), torch::empty({0})}) {
     const DType dtype = t.scalar_type() == at::kLong ? DType::Int64 : DType::Float32;
     const TensorStats host = compute_stats(view_of(t, dtype), StatsOptions{});
-    const TensorStats device = device_stats(t)->get();
+    const TensorStats device = device_stats(there(t))->get();
     EXPECT_EQ(device.count, host.count);
     EXPECT_EQ(device.nan, host.nan);
     EXPECT_EQ(device.pos_inf, host.pos_inf);
@@ -57,14 +74,16 @@ TEST(DeviceReduction, StatisticsEqualTheHostKernel) {
   }
 }
 
-TEST(DeviceReduction, OverflowChecksEqualTheHostCheckPerTensor) {
+TEST_P(ReductionOnDevice, OverflowChecksEqualTheHostCheckPerTensor) {
   torch::manual_seed(2);
   const at::Tensor specials = with_specials();
   const at::Tensor fine = torch::rand({64});
   const at::Tensor half = (torch::rand({256}) * 70000).to(torch::kHalf);  // beyond 65504 are Inf in float16
   const at::Tensor ints = torch::arange(10);                               // cannot overflow
   const std::vector<at::Tensor> outputs = {specials, at::Tensor(), fine, half, ints};
-  DeviceReduction r(Reduction::Overflow, outputs);
+  std::vector<at::Tensor> placed;
+  for (const at::Tensor& t : outputs) placed.push_back(there(t));
+  DeviceReduction r(Reduction::Overflow, placed);
   const OverflowCheck a = check_overflow(view_of(specials, DType::Float32));
   ASSERT_GT(a.nan_or_inf, 0u);
   ASSERT_GT(a.beyond_fp16, 0u);
