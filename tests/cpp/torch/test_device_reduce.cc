@@ -33,6 +33,9 @@ at::Tensor with_specials() {
   return t;
 }
 
+}  // namespace
+
+// Outside the anonymous namespace: gtest derives each test from it (gcc warns of an anonymous base).
 class ReductionOnDevice : public ::testing::TestWithParam<c10::DeviceType> {
  protected:
   void SetUp() override {
@@ -42,11 +45,9 @@ class ReductionOnDevice : public ::testing::TestWithParam<c10::DeviceType> {
   at::Tensor there(const at::Tensor& t) const { return t.defined() ? t.to(GetParam()) : t; }
 };
 
-std::string device_name(const ::testing::TestParamInfo<c10::DeviceType>& info) {
+static std::string device_name(const ::testing::TestParamInfo<c10::DeviceType>& info) {
   return info.param == c10::DeviceType::CUDA ? "CUDA" : "CPU";
 }
-
-}  // namespace
 
 INSTANTIATE_TEST_SUITE_P(Devices, ReductionOnDevice, ::testing::Values(c10::DeviceType::CPU, c10::DeviceType::CUDA),
                          device_name);
