@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "debug_scenes/debug_scenes.h"
 #include "format/npy.h"
 #include "stats/stats.h"
 #include "writer/async_writer.h"
@@ -56,6 +57,11 @@ int main(int argc, char** argv) {
       std::printf("  %-8s threads=%u  stats %6.2f GB/s  memcpy %6.2f GB/s  ratio %.2f\n", name, threads,
                   bytes / stat / 1e9, bytes / copy / 1e9, copy / stat);
     }
+    // The overflow modes' check (NaN/Inf and float16's range), one thread, as a dump runs it.
+    volatile uint64_t flagged = 0;
+    const double check = best_seconds(5, [&] { flagged = check_overflow(TensorView{data, dtype, {int64_t(n)}}).nan_or_inf; });
+    std::printf("  %-8s overflow check %6.2f GB/s  memcpy %6.2f GB/s  ratio %.2f\n", name, bytes / check / 1e9,
+                bytes / copy / 1e9, copy / check);
   }
 
   // Writer vs raw sequential write: 64 files of n*4/64 bytes each.
