@@ -73,6 +73,24 @@ TEST(OverflowCheck, LongTensorsFindTheOneBadElementAnywhere) {
   }
 }
 
+// The scan skips a chunk (16384 elements) whose largest |x| is within float16's range: a chunk whose
+// largest value is exactly 65504 is clean, and a chunk past it is counted element by element.
+TEST(OverflowCheck, ChunksAtTheLimitAreCleanAndOthersCountedExactly) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v(3 * 16384 + 5, 0.25f);
+  v[100] = -65504;  // chunk 0: at the limit only
+  for (size_t i = 0; i < 100; ++i) v[16384 + 3 * i] = i % 2 ? inf : -inf;  // chunk 1: 100 infinities
+  for (size_t i = 0; i < 7; ++i) v[16384 + 1000 + i] = 70000;             // and 7 values beyond float16
+  v[2 * 16384 + 9] = -nan;                                                 // chunk 2: a NaN with its sign set
+  v[2 * 16384 + 10] = -1e30f;
+  v.back() = nan;  // the short last chunk
+  const OverflowCheck c = check_overflow(view_of(v, DType::Float32));
+  EXPECT_EQ(c.nan_or_inf, 102u);
+  EXPECT_EQ(c.beyond_fp16, 8u);
+  std::vector<float> limit(16384 * 2, 65504);
+  EXPECT_FALSE(check_overflow(view_of(limit, DType::Float32)).fired(true));
+}
+
 static void run_on_threads(std::vector<std::function<void()>>& jobs) {
   std::vector<std::thread> threads;
   for (auto& job : jobs) threads.emplace_back(job);
