@@ -32,8 +32,8 @@ class DeferredRows {
   // their statistics are computed there while training goes on.
   void flush();
   // Frees the batches the writer is done with (finalize, once the writer has drained): a finished dump
-  // holds none of the adapter's memory -- a CUDA copy freed at thread exit, after the CUDA runtime
-  // unloaded, aborts the process -- nor, on the CPU, the tensors whose statistics were pending.
+  // holds none of the adapter's memory (host copies, device reductions with their CUDA events) -- one
+  // freed at thread exit, after the CUDA runtime unloaded, aborted the process.
   void release_written();
 
  private:

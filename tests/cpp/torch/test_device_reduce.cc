@@ -7,8 +7,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <string>
 #include <limits>
+#include <string>
 
 #include "debug_scenes/debug_scenes.h"
 #include "stats/stats.h"
