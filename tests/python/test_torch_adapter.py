@@ -21,8 +21,8 @@ DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torc
 
 # Where the workload trains: the CUDA runs take the device paths (statistics reduced on the GPU, tensors
 # copied to pinned host memory behind an event) and skip on a machine without a GPU.
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
-                                                                 reason="no CUDA device on this machine"))]
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
 
 def iteration_folder(root, it, graph=0):
@@ -563,7 +563,7 @@ def test_support_device_filters_ranks(tmp_path):
     assert out.stdout.strip() == "0"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@needs_cuda
 def test_cuda_tensors_of_a_side_stream_are_dumped_after_their_kernels(tmp_path):
     """A host copy waits for the stream the op ran on, not the default one: a large product on a side
     stream is still running when its copy is queued."""
