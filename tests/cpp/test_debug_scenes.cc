@@ -91,6 +91,31 @@ TEST(OverflowCheck, ChunksAtTheLimitAreCleanAndOthersCountedExactly) {
   EXPECT_FALSE(check_overflow(view_of(limit, DType::Float32)).fired(true));
 }
 
+// A clean tensor's check carries its largest |x| exactly (the bound rules start from it); a tensor
+// with anything counted, or a complex one, carries no bound.
+TEST(OverflowCheck, CleanTensorsCarryTheirLargestMagnitude) {
+  std::vector<float> v(40'000, 0.25f);
+  v[30'000] = -1234.5f;
+  v[7] = 1000.0f;
+  EXPECT_EQ(check_overflow(view_of(v, DType::Float32)).max_abs, 1234.5);
+  std::vector<double> d = {1, -65504, 3};
+  EXPECT_EQ(check_overflow(view_of(d, DType::Float64)).max_abs, 65504.0);
+  std::vector<uint16_t> h = {f16_bits(1), f16_bits(0)};
+  EXPECT_EQ(check_overflow(view_of(h, DType::Float16)).max_abs, 1.0);
+  h.push_back(f16_bits(-65504));  // float16's saturation is counted: no bound
+  EXPECT_TRUE(std::isinf(check_overflow(view_of(h, DType::Float16)).max_abs));
+  std::vector<uint16_t> b = {bf16_bits(-3.5f), bf16_bits(2.0f)};
+  EXPECT_EQ(check_overflow(view_of(b, DType::BFloat16)).max_abs, 3.5);
+  std::vector<float> zero(10, 0.0f);
+  EXPECT_EQ(check_overflow(view_of(zero, DType::Float32)).max_abs, 0.0);
+  v[39'999] = 70000;
+  EXPECT_TRUE(std::isinf(check_overflow(view_of(v, DType::Float32)).max_abs));
+  std::vector<float> z = {1, 2, 3, -4};
+  EXPECT_TRUE(std::isinf(check_overflow(TensorView{z.data(), DType::Complex64, {2}}).max_abs));
+  std::vector<int32_t> i = {1, 2};
+  EXPECT_TRUE(std::isinf(check_overflow(view_of(i, DType::Int32)).max_abs));
+}
+
 static void run_on_threads(std::vector<std::function<void()>>& jobs) {
   std::vector<std::thread> threads;
   for (auto& job : jobs) threads.emplace_back(job);
@@ -107,6 +132,10 @@ TEST(OverflowCheck, SplitScanCountsLikeOnePass) {
     EXPECT_EQ(split.nan_or_inf, one.nan_or_inf) << parts;
     EXPECT_EQ(split.beyond_fp16, one.beyond_fp16) << parts;
   }
+  std::vector<float> clean(3'000'001, 0.5f);
+  clean[2'999'000] = -42.0f;  // in the last part
+  for (unsigned parts : {2u, 3u, 4u})
+    EXPECT_EQ(check_overflow(view_of(clean, DType::Float32), &run_on_threads, parts, 1024).max_abs, 42.0) << parts;
   EXPECT_EQ(one.nan_or_inf + one.beyond_fp16, 6u);
   std::vector<float> z(2'000'000, 1.0f);  // complex64: 1M elements, the last one's imaginary part NaN
   z.back() = std::numeric_limits<float>::quiet_NaN();

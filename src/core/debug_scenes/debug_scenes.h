@@ -6,6 +6,7 @@
 //  - watcher: whether a watched output changed between two points of the run.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,7 +24,11 @@ namespace opdump {
 struct OverflowCheck {
   uint64_t nan_or_inf = 0;   // NaN and ±Inf elements (either part of a complex element)
   uint64_t beyond_fp16 = 0;  // finite elements with |x| > 65504 (float16 itself: |x| >= 65504)
+  // An upper bound of |x| over the tensor, known for a real floating tensor found clean (a scan's
+  // largest |x|, or the bound an elementwise op's rule gives: range_bound.h); infinite otherwise.
+  double max_abs = std::numeric_limits<double>::infinity();
   bool fired(bool fp16_range) const { return nan_or_inf > 0 || (fp16_range && beyond_fp16 > 0); }
+  bool clean() const { return nan_or_inf == 0 && beyond_fp16 == 0; }
 };
 
 // Floating and complex dtypes can overflow; integers never do.

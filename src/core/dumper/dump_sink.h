@@ -70,6 +70,9 @@ class DumpSink {
   // ---- debug scenes (the CANN aclmdlSetDump reference dump_debug / dump_scene, MindSpore op_debug_mode) ----
   // Overflow checks skip these op types (outputs uninitialised by design).
   virtual bool overflow_ignored(std::string_view op_type) const = 0;
+  // One op's outputs checked: `bytes_read` of them read, or none when their operands' bounds
+  // showed them clean (`bounded`). Counted in counters().
+  virtual void count_overflow_check(uint64_t bytes_read, bool bounded) = 0;
   // An op whose outputs overflowed: prints it, writes its Opdebug record and (until
   // overflow_number is reached) its inputs and outputs. `event` holds the checks.
   virtual void dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,

@@ -380,7 +380,14 @@ void Dumper::write_text(const std::string& relative_path, const std::string& tex
 }
 
 DumpCounters Dumper::counters() const {
-  return DumpCounters{ops_.load(), tensors_.load(), tensor_bytes_.load(), stat_rows_.load(), stat_bytes_.load()};
+  return DumpCounters{ops_.load(),
+                      tensors_.load(),
+                      tensor_bytes_.load(),
+                      stat_rows_.load(),
+                      stat_bytes_.load(),
+                      overflow_checks_.load(),
+                      overflow_bytes_read_.load(),
+                      overflow_bounded_.load()};
 }
 
 namespace {

@@ -13,6 +13,12 @@ bool Dumper::overflow_ignored(std::string_view op_type) const {
   return false;
 }
 
+void Dumper::count_overflow_check(uint64_t bytes_read, bool bounded) {
+  overflow_checks_.fetch_add(1, std::memory_order_relaxed);
+  if (bytes_read) overflow_bytes_read_.fetch_add(bytes_read, std::memory_order_relaxed);
+  if (bounded) overflow_bounded_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Dumper::dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,
                            const std::vector<DumpTensor>& outputs) {
   if (closed_.load(std::memory_order_acquire)) return;
