@@ -360,6 +360,13 @@ def main():
         rows = d["report"].get("statistic_rows", 0) // (args.steps + d["warmup"])
         print(f"  {mode:8s} summarizes {per_step / 1e6:.0f} MB in {rows} statistic rows per step; {rate}; "
               f"peak RSS {d['maxrss_mb']:.0f} MB (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB)")
+    if runs.get("overflow"):
+        d = runs["overflow"][-1]
+        steps = args.steps + d["warmup"]
+        checks = d["report"].get("overflow_checks", 0)
+        print(f"  overflow checks {checks / steps:.0f} ops' outputs per step, reading "
+              f"{d['report'].get('overflow_bytes_read', 0) / steps / 1e6:.0f} MB; "
+              f"{d['report'].get('overflow_bounded', 0) / steps:.0f} of them clean by their operands' bounds, unread")
     # The fixed cost per op: the step's extra time over the ops of a step (as statistics mode dumped them).
     stats_run = runs["stats"][-1] if runs.get("stats") else None
     ops = stats_run["report"].get("ops", 0) / (args.steps + stats_run["warmup"]) if stats_run else 0

@@ -197,7 +197,8 @@ def iteration():
 
 def counters():
     """What the current dump has taken so far: a dict with the keys of finalize_dump()'s counters
-    (ops, tensors, tensor_bytes, statistic_rows, statistic_bytes)."""
+    (ops, tensors, tensor_bytes, statistic_rows, statistic_bytes; in overflow mode overflow_checks,
+    overflow_bytes_read and overflow_bounded: outputs known clean from their operands, not read)."""
     return _opdump.counters()
 
 

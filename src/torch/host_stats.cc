@@ -242,10 +242,6 @@ void ReleaseQueue::release() {
   }
 }
 
-namespace {
-// A cheap fingerprint of a buffer: 32 sampled 8-byte words and both ends. Some kernels write
-// tensors without bumping their version (native_batch_norm's running statistics in PyTorch
-// 1.x); such whole-buffer writes change the samples, so the cache does not serve stale values.
 uint64_t fingerprint(const void* data, size_t bytes) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   uint64_t h = 1469598103934665603ull ^ bytes;
@@ -270,7 +266,11 @@ uint64_t fingerprint(const void* data, size_t bytes) {
   mix(last);
   return h;
 }
-}  // namespace
+
+uint64_t storage_fingerprint(const at::Tensor& t) {
+  const c10::StorageImpl* s = storage_of(t);
+  return s && s->data() && s->nbytes() ? fingerprint(s->data(), s->nbytes()) : 0;
+}
 
 std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options,
                                                      bool now, PendingWork& barrier) {

@@ -199,4 +199,12 @@ inline const c10::StorageImpl* storage_of(const at::Tensor& t) {
   return t.defined() && t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
 }
 
+// A cheap fingerprint of a buffer: 32 sampled 8-byte words and both ends. Some kernels write
+// tensors without bumping their version (native_batch_norm's running statistics in PyTorch
+// 1.x), and NumPy views write them unseen; such whole-buffer writes change the samples, so
+// what is remembered of a tensor is not served stale.
+uint64_t fingerprint(const void* data, size_t bytes);
+// That of a host tensor's whole storage (0 without one).
+uint64_t storage_fingerprint(const at::Tensor& t);
+
 }  // namespace opdump::pt::detail

@@ -48,6 +48,7 @@ class Observer final : public RuntimeListener {
     if (!dumping) {
       begin_draining();
       scenes_.iteration_end(runtime_.dump_sink().get());
+      scenes_.paused();
     }
     if (dumping)
       if (auto d = runtime_.dump_sink()) {
@@ -288,6 +289,10 @@ class Observer final : public RuntimeListener {
     --ts.depth;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
     for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
+    if (!ctx->written_storages.empty() && scene_.load(std::memory_order_relaxed) == static_cast<int>(Scene::Overflow)) {
+      scenes_.written(ctx->written_storages);
+      if (ctx->fills) scenes_.filled(fn);  // the gradients an optimizer zeroes are bounded by 0
+    }
     // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
     // input statistics would be a pass over all gradients on the training thread.
     if (ctx->fills) remember_filled(fn, ts, ctx->report.shared_dumper().get(), barrier_);

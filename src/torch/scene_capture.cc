@@ -43,6 +43,10 @@ OverflowCheck check_host(const at::Tensor& t) {
                         split.runner, split.parts, IntraOpSplit::kFromBytes);
 }
 
+uint64_t checked_bytes(const at::Tensor& t) {
+  return can_overflow(t) ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0;
+}
+
 OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowCheck check) {
   OverflowTensor o;
   o.io = io;
@@ -61,6 +65,47 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
 // its step time.
 constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
 
+constexpr double kUnknownBound = std::numeric_limits<double>::infinity();
+
+// The value of a one-element host tensor of a real dtype (a Python number passed to a Tensor
+// argument, a 0-dim learning rate), read in place.
+std::optional<double> single_value(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || t.numel() != 1) return std::nullopt;
+  switch (t.scalar_type()) {
+    case at::kDouble: return *t.data_ptr<double>();
+    case at::kFloat: return *t.data_ptr<float>();
+    case at::kHalf: return static_cast<double>(*t.data_ptr<at::Half>());
+    case at::kBFloat16: return static_cast<double>(*t.data_ptr<at::BFloat16>());
+    case at::kLong: return static_cast<double>(*t.data_ptr<int64_t>());
+    case at::kInt: return *t.data_ptr<int32_t>();
+    case at::kBool: return *t.data_ptr<bool>() ? 1.0 : 0.0;
+    default: return std::nullopt;
+  }
+}
+
+// The op's arguments as its bound rule reads them (tensors numbered as tensors_of numbers them);
+// false for arguments no rule takes (lists).
+template <typename Values>
+bool describe_operands(const Values& args, BoundedOp& op) {
+  int tensor = 0;
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      const std::optional<double> value = op.operands.empty() ? std::nullopt : single_value(v.toTensor());
+      op.operands.push_back(value ? BoundOperand::number(*value) : BoundOperand::tensor());
+      op.input_index.push_back(value ? -1 : tensor);
+      ++tensor;
+      continue;
+    }
+    if (v.isTensorList() || v.isList()) return false;
+    op.operands.push_back(v.isDouble() ? BoundOperand::number(v.toDouble())
+                          : v.isInt()  ? BoundOperand::number(static_cast<double>(v.toInt()))
+                          : v.isBool() ? BoundOperand::number(v.toBool() ? 1.0 : 0.0)
+                                       : BoundOperand::other());
+    op.input_index.push_back(-1);
+  }
+  return true;
+}
+
 }  // namespace
 
 // Not in the anonymous namespace: DebugScenes::State holds them (a unity build, where this file is
@@ -68,32 +113,107 @@ constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
 
 // The checks of host tensors as they are now: an op's output is checked once it is produced (on
 // the background thread), and the next op writing it in place reads the result here instead of
-// scanning it again (the write barrier finished that check before the op started).
+// scanning it again (the write barrier finished that check before the op started); an op with a
+// bound rule reads its operands' bounds here. A check is valid while the tensor lives with the
+// same version, data, storage generation (bumped by every op writing the storage: an alias with
+// its own version counter, as `.data` gives, writes it unseen by the version) and storage
+// fingerprint (writes no op showed: NumPy views).
 class KnownChecks {
  public:
   void remember(const at::Tensor& t, const OverflowCheck& check) {
     if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return;
+    const c10::StorageImpl* storage = storage_of(t);
     Entry e{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version(),
-            t.numel() ? t.data_ptr() : nullptr, check};
+            t.numel() ? t.data_ptr() : nullptr, storage, 0, storage_fingerprint(t), check};
     std::lock_guard<std::mutex> lock(mutex_);
+    if (storage) e.generation = generations_[storage];
     entries_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(e));
   }
-  // The check of `t`, from the cache when it was not written since, else scanned now.
-  OverflowCheck of(const at::Tensor& t) {
+  // The check of `t` if known.
+  std::optional<OverflowCheck> peek(const at::Tensor& t) {
+    if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return std::nullopt;
+    const c10::StorageImpl* storage = storage_of(t);
+    OverflowCheck check;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = entries_.find(t.unsafeGetTensorImpl());
-      if (it != entries_.end() && !it->second.impl.expired() && !t.is_inference() &&
-          it->second.version == t._version() && it->second.data == (t.numel() ? t.data_ptr() : nullptr))
-        return it->second.check;
+      if (it == entries_.end()) return std::nullopt;
+      const Entry& e = it->second;
+      if (e.impl.expired() || e.version != t._version() || e.data != (t.numel() ? t.data_ptr() : nullptr) ||
+          e.storage != storage)
+        return std::nullopt;
+      if (storage) {
+        auto g = generations_.find(storage);
+        if (g == generations_.end() || g->second != e.generation) return std::nullopt;
+      }
+      if (e.fingerprint != storage_fingerprint(t)) return std::nullopt;
+      check = e.check;
     }
+    return check;
+  }
+  // The check of `t`, known or scanned now.
+  OverflowCheck of(const at::Tensor& t) {
+    if (std::optional<OverflowCheck> known = peek(t)) return *known;
     OverflowCheck c = check_host(t);
     remember(t, c);
     return c;
   }
+  // An upper bound of |x| over `t`: its own check's, or else that of the tensor it is a view of
+  // (a linear layer's weight gradient is the transpose of a product); infinite when not known.
+  double bound_of(const at::Tensor& t) {
+    if (std::optional<OverflowCheck> known = peek(t)) return known->max_abs;
+    if (t.defined() && t.is_view())
+      if (std::optional<OverflowCheck> base = peek(at::Tensor(t._base()))) return base->max_abs;
+    return kUnknownBound;
+  }
+
+  void written(const std::vector<const c10::StorageImpl*>& storages) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (generations_.empty()) return;
+    for (const c10::StorageImpl* s : storages)
+      if (auto g = generations_.find(s); g != generations_.end()) ++g->second;
+  }
   void drop_dead() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
+    std::unordered_map<const c10::StorageImpl*, uint64_t> live;
+    for (const auto& [impl, e] : entries_)
+      if (e.storage) live.emplace(e.storage, generations_[e.storage]);
+    generations_.swap(live);
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.clear();
+    generations_.clear();
+  }
+
+  // The check of a bounded op's one output when its rule shows it clean from its operands' bounds
+  // (remembered as the output's check); nullopt when it cannot (an operand's bound the rule reads
+  // not known yet, a bound beyond float16's range, an output on a device).
+  std::optional<OverflowCheck> bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
+                                             const std::vector<at::Tensor>& outputs) {
+    DType dtype;
+    if (outputs.size() != 1 || !outputs[0].defined() || !outputs[0].device().is_cpu() ||
+        outputs[0].layout() != at::kStrided || !dtype_of(outputs[0].scalar_type(), &dtype))
+      return std::nullopt;  // (output_bound gives no bound for other than real floating dtypes)
+    std::vector<BoundOperand> operands = op.operands;
+    for (size_t k = 0; k < operands.size(); ++k) {
+      const int slot = op.input_index[k];
+      if (slot < 0) continue;
+      auto before = std::find_if(op.written_before.begin(), op.written_before.end(),
+                                 [slot](const auto& w) { return w.first == static_cast<size_t>(slot); });
+      if (before != op.written_before.end()) {
+        operands[k].magnitude = before->second;
+      } else {
+        operands[k].magnitude = bound_of(inputs[slot]);  // infinite when unknown: a rule reading it gives no bound
+      }
+    }
+    const double bound = output_bound(op.rule, operands, dtype);
+    if (!bound_is_clean(bound)) return std::nullopt;
+    OverflowCheck clean;
+    clean.max_abs = bound;
+    remember(outputs[0], clean);
+    return clean;
   }
 
  private:
@@ -101,10 +221,15 @@ class KnownChecks {
     c10::weak_intrusive_ptr<c10::TensorImpl> impl;
     int64_t version;
     const void* data;
+    const c10::StorageImpl* storage;
+    uint64_t generation;
+    uint64_t fingerprint;  // of the storage: writes no version or op showed
     OverflowCheck check;
   };
   std::mutex mutex_;
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
+  // Writes seen per storage, for the storages of entries (those of others do not matter).
+  std::unordered_map<const c10::StorageImpl*, uint64_t> generations_;
 };
 
 namespace {
@@ -120,14 +245,15 @@ class LazyCheck final : public LazyWork {
  public:
   bool in_order() const override { return true; }
   LazyCheck(PendingWork& barrier, KnownChecks& known, std::shared_ptr<DumpSink> dumper, OpRecord record, std::vector<at::Tensor> inputs,
-            std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked)
+            std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded)
       : LazyWork(barrier),
         known_(known),
         dumper_(std::move(dumper)),
         record_(std::move(record)),
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
-        prechecked_(std::move(prechecked)) {}
+        prechecked_(std::move(prechecked)),
+        bounded_(std::move(bounded)) {}
 
   std::vector<const c10::StorageImpl*> storages() const {
     std::vector<const c10::StorageImpl*> out;
@@ -141,13 +267,18 @@ class LazyCheck final : public LazyWork {
   void compute(std::vector<at::Tensor>& release) override {
     at::RecordFunctionGuard no_record(false);  // this may run on the background thread: not an op of the model
     at::NoGradGuard no_grad;
+    // In order, the checks of the ops before are done by now: the operands' bounds are known.
+    const bool bounded = bounded_.rule != BoundRule::None && known_.bounded_check(bounded_, inputs_, outputs_);
     std::vector<OverflowCheck> checks;
     bool fired = false;
-    for (const at::Tensor& t : outputs_) {
+    uint64_t bytes = 0;
+    for (const at::Tensor& t : bounded ? std::vector<at::Tensor>{} : outputs_) {
       checks.push_back(check_host(t));
       known_.remember(t, checks.back());
       fired |= checks.back().fired(dumper_->settings().check_fp16_range);
+      bytes += checked_bytes(t);
     }
+    dumper_->count_overflow_check(bytes, bounded);
     if (fired) {
       barrier().run_earlier(*this);  // older checks report first, wherever they are computed
       report_overflow(*dumper_, record_, inputs_, outputs_, checks, prechecked_);
@@ -161,6 +292,7 @@ class LazyCheck final : public LazyWork {
   OpRecord record_;
   std::vector<at::Tensor> inputs_, outputs_;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked_;
+  BoundedOp bounded_;
 };
 
 // An op whose outputs live on a device and whose checks are still on their way back.
@@ -175,12 +307,13 @@ class OverflowScene {
  public:
   OverflowScene(PendingWork& barrier, KnownChecks& known) : barrier_(barrier), known_(known) {}
   void check(const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
-             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked) {
+             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded) {
     const at::Tensor* on_device = nullptr;  // the first output on a device, if any
     for (const at::Tensor& t : outputs)
       if (!on_device && t.defined() && !t.device().is_cpu()) on_device = &t;
     if (!on_device) {
-      auto work = std::make_shared<LazyCheck>(barrier_, known_, dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked));
+      auto work = std::make_shared<LazyCheck>(barrier_, known_, dumper, record, std::move(inputs), std::move(outputs),
+                                              std::move(prechecked), std::move(bounded));
       std::lock_guard<std::mutex> lock(mutex_);
       while (!host_.empty() && host_.front()->done()) host_.pop_front();  // released here, on a training thread
       host_.push_back(work);
@@ -188,6 +321,9 @@ class OverflowScene {
       return;
     }
     QuietAten quiet;
+    uint64_t bytes = 0;
+    for (const at::Tensor& t : outputs) bytes += checked_bytes(t);
+    dumper->count_overflow_check(bytes, /*bounded=*/false);
     auto flags = std::make_shared<DeviceReduction>(Reduction::Overflow, outputs);
     PendingCheck p{record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)};
     std::lock_guard<std::mutex> lock(mutex_);
@@ -339,18 +475,29 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
     quiet.emplace();
     state_->overflow.resolve(&dumper, /*wait=*/!written.empty() && state_->overflow.holds(written));
   }
-  if (dumper.overflow_ignored(std::strstr(fn.name(), "::") + 2)) return;
+  const char* op_type = std::strstr(fn.name(), "::") + 2;
+  if (dumper.overflow_ignored(op_type)) return;
   op.inputs = tensors_of(fn.inputs());
+  BoundedOp& bounded = op.bounded;
+  bounded.rule = bound_rule(op_type);
+  if (bounded.rule != BoundRule::None && !describe_operands(fn.inputs(), bounded)) bounded.rule = BoundRule::None;
+  const bool bounds = bounded.rule != BoundRule::None;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     at::Tensor& t = op.inputs[i];
-    if (written.empty() || !can_overflow(t) ||
-        std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end())
+    if (written.empty() || std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end())
       continue;
+    if (!can_overflow(t)) {
+      if (bounds) bounded.written_before.emplace_back(i, kUnknownBound);
+      continue;
+    }
     if (!quiet) quiet.emplace();
-    if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes)
+    if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes) {
+      if (bounds) bounded.written_before.emplace_back(i, state_->known.bound_of(t));
       t = t.clone();
-    else
+    } else {
       op.prechecked.emplace_back(i, state_->known.of(t));
+      if (bounds) bounded.written_before.emplace_back(i, op.prechecked.back().second.max_abs);
+    }
   }
 }
 
@@ -368,7 +515,14 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSi
   }
   if (scene == Scene::Overflow) {
     if (std::uncaught_exceptions() > op.uncaught || dumper.overflow_ignored(record.id.op_type)) return;
-    state_->overflow.check(shared, record, std::move(op.inputs), tensors_of(fn.outputs()), std::move(op.prechecked));
+    std::vector<at::Tensor> outputs = tensors_of(fn.outputs());
+    // Known clean now from its operands' bounds: nothing to read, nothing to hold.
+    if (op.bounded.rule != BoundRule::None && state_->known.bounded_check(op.bounded, op.inputs, outputs)) {
+      dumper.count_overflow_check(0, /*bounded=*/true);
+      return;
+    }
+    state_->overflow.check(shared, record, std::move(op.inputs), std::move(outputs), std::move(op.prechecked),
+                           std::move(op.bounded));
     return;
   }
   if (scene == Scene::Watcher) {
@@ -386,6 +540,17 @@ void DebugScenes::iteration_end(DumpSink* dumper) {
   state_->overflow.release_done(/*all=*/false);
   state_->known.drop_dead();
 }
+
+void DebugScenes::written(const std::vector<const c10::StorageImpl*>& storages) { state_->known.written(storages); }
+
+void DebugScenes::filled(const at::RecordFunction& fn) {
+  BoundedOp op;
+  op.rule = bound_rule(std::strstr(fn.name(), "::") + 2);
+  if (op.rule == BoundRule::None || !describe_operands(fn.inputs(), op)) return;
+  state_->known.bounded_check(op, tensors_of(fn.inputs()), tensors_of(fn.outputs()));
+}
+
+void DebugScenes::paused() { state_->known.clear(); }
 
 void DebugScenes::dump_ending() {
   state_->barrier.force_all();  // host checks not done yet report now, before the dump closes

@@ -9,12 +9,23 @@
 #include <vector>
 
 #include "debug_scenes/debug_scenes.h"
+#include "debug_scenes/range_bound.h"
 #include "dumper/dump_sink.h"
 #include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
 
 class PendingWork;
+
+// An op whose output has a bound rule (range_bound.h), as the rule reads its arguments: tensors
+// by their index in SceneOp::inputs, their bounds looked up when the output is checked; an
+// input the op writes in place by its bound before the op (infinite when not known then).
+struct BoundedOp {
+  BoundRule rule = BoundRule::None;
+  std::vector<BoundOperand> operands;
+  std::vector<int> input_index;  // per operand: its slot in SceneOp::inputs, -1 for numbers and others
+  std::vector<std::pair<size_t, double>> written_before;  // (slot, bound)
+};
 
 // Per-op state of the debug scenes.
 // RecordFunction::inputs() is valid only in the start callback: what the end needs is kept here.
@@ -24,6 +35,7 @@ struct SceneOp {
   // ones); large written ones are checked before the op instead (`prechecked`, by input slot).
   std::vector<at::Tensor> inputs;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked;
+  BoundedOp bounded;  // ops with a bound rule
   // Exception dumps: the arguments themselves (references, no data copies).
   std::vector<c10::IValue> arguments;
 };
@@ -42,6 +54,14 @@ class DebugScenes {
   void start(const at::RecordFunction& fn, DumpSink& dumper, const std::vector<const c10::TensorImpl*>& written,
              SceneOp& op);
   void end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, SceneOp& op);
+  // An op (any op, of the dump's level or not) wrote these storages: what is known of tensors
+  // in them is stale, even through an alias whose version counter did not move (`.data`).
+  void written(const std::vector<const c10::StorageImpl*>& storages);
+  // An op filled a tensor with one value (zero_, fill_: no op of the dump's level, they compute
+  // nothing): its bound is that value's magnitude.
+  void filled(const at::RecordFunction& fn);
+  // Dumping paused: tensors may now change unobserved; what is known of them is dropped.
+  void paused();
   // The end of an iteration (or of dumping): pending device checks are resolved, watches dropped.
   void iteration_end(DumpSink* dumper);
   // The dump is about to close: every host check is done and let go (they hold the Dumper).

@@ -1,0 +1,98 @@
+"""Overflow mode's bound rules on real PyTorch runs: an elementwise op whose operands were checked
+(an optimizer's mul_ and add_, a zeroed gradient's accumulation) is known clean from their bounds
+without reading its output, and nothing that overflows is missed for it: at the edge of float16's
+range, with a planted fault in an optimizer step, and after writes PyTorch's version counter does
+not see (`.data`, NumPy)."""
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import BUILD, PYTHON
+
+
+def run(tmp_path, body, *args):
+    """Runs `body` (Python, with torch, numpy and opdump imported and OUT the dump folder); returns
+    what it printed as JSON on its last line."""
+    code = "import json, sys, numpy as np, torch, opdump\nOUT = sys.argv[1]\n" + textwrap.dedent(body)
+    proc = subprocess.run([PYTHON, "-c", code, str(tmp_path / "o"), *map(str, args)], capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_found(tmp_path):
+    out = run(tmp_path, """
+        torch.manual_seed(0)
+        # a 1 MB weight (copied before an op writes it) and a 2 MB one (checked before instead)
+        m = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 128))
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        x, y = torch.randn(8, 64), torch.randint(0, 128, (8,))
+        def step():
+            opt.zero_grad(set_to_none=False)
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            for _ in range(4):
+                step()
+            clean = opdump.counters()
+            opt.param_groups[0]["lr"] = 1e12  # every update leaves float16's range, finite in float32
+            step()
+        print(json.dumps({"clean": clean, "overflows": d.overflows, "root_cause": d.root_cause,
+                          "params": len(list(m.parameters()))}))
+        """)
+    params, clean = out["params"], out["clean"]
+    # steps 2 to 4: mul_, add_ on each momentum buffer, add_ on each parameter, and the gradient
+    # accumulated into its zeroed tensor: all known clean, none of them read
+    assert clean["overflow_bounded"] >= 4 * 3 * params
+    assert clean["overflow_checks"] > clean["overflow_bounded"]  # the model's own ops are read
+    # the planted fault: the first parameter update of step 5, found although its kind was bounded before
+    assert out["overflows"], "the planted overflow was missed"
+    assert all(e["op_type"] == "add_" for e in out["overflows"])
+    assert len(out["overflows"]) == params
+    root = out["root_cause"]
+    assert root["op_type"] == "add_" and root["inputs_finite"] is True
+    assert root["tensors"][-1]["io"] == "output" and root["tensors"][-1]["beyond_fp16"] > 0
+
+
+@pytest.mark.parametrize("elements", [1000, 400_000])  # copied before the op writes it; checked before instead
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_bounds_at_the_edge_of_float16(tmp_path, elements, dtype):
+    out = run(tmp_path, """
+        n, dtype = int(sys.argv[2]), getattr(torch, sys.argv[3])
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            x = torch.full((n,), 60000.0, dtype=dtype)  # read: its largest |x| is 60000
+            x.mul_(1.0917)  # 65502: float32 holds it within float16's range; float16 rounds it to 65504
+            x.mul_(1.0001)  # 65508.55: beyond float16's range
+        print(json.dumps({"overflows": [e["op_name"] for e in d.overflows], "report": d.report}))
+        """, elements, dtype)
+    names = [n.rsplit("/", 1)[-1] for n in out["overflows"]]
+    if dtype == "float32":
+        assert names == ["mul_-op1"]
+        assert out["report"]["overflow_bounded"] == 1  # the first mul_, from 60000 * 1.0917
+    else:  # float16 saturates at 65504: the first mul_ overflows already, and the bound said so
+        assert names == ["mul_-op0", "mul_-op1"]
+        assert out["report"]["overflow_bounded"] == 0
+
+
+@pytest.mark.parametrize("how", ["data", "data_element", "numpy"])
+def test_writes_the_version_counter_misses_are_seen(tmp_path, how):
+    out = run(tmp_path, """
+        how = sys.argv[2]
+        p = torch.zeros(400_000)
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            p.add_(1.0)  # known clean: |p| <= 1
+            big = np.full(p.shape, 70000.0, dtype=np.float32)
+            if how == "data":
+                p.data.copy_(torch.from_numpy(big))  # an alias with its own version counter; copy_ is not checked
+            elif how == "data_element":
+                p.data[5] = 70000.0  # the same, one element (no fingerprint sample sees it)
+            else:
+                p.numpy()[:] = big  # no op at all
+            p.add_(1.0)  # 70001: beyond float16, whatever p's old bound said
+        print(json.dumps({"overflows": [e["op_name"] for e in d.overflows], "report": d.report}))
+        """, how)
+    assert [n.rsplit("/", 1)[-1] for n in out["overflows"]] == ["add_-op1"]
+    assert out["report"]["overflow_bounded"] == 1
