@@ -267,16 +267,19 @@ class LazyCheck final : public LazyWork {
   void compute(std::vector<at::Tensor>& release) override {
     at::RecordFunctionGuard no_record(false);  // this may run on the background thread: not an op of the model
     at::NoGradGuard no_grad;
-    // In order, the checks of the ops before are done by now: the operands' bounds are known.
+    // The background thread computes checks in the order they came: the checks of the ops that
+    // produced the operands are usually done by now (not when the write barrier forced this one).
     const bool bounded = bounded_.rule != BoundRule::None && known_.bounded_check(bounded_, inputs_, outputs_);
     std::vector<OverflowCheck> checks;
     bool fired = false;
     uint64_t bytes = 0;
-    for (const at::Tensor& t : bounded ? std::vector<at::Tensor>{} : outputs_) {
-      checks.push_back(check_host(t));
-      known_.remember(t, checks.back());
-      fired |= checks.back().fired(dumper_->settings().check_fp16_range);
-      bytes += checked_bytes(t);
+    if (!bounded) {
+      for (const at::Tensor& t : outputs_) {
+        checks.push_back(check_host(t));
+        known_.remember(t, checks.back());
+        fired |= checks.back().fired(dumper_->settings().check_fp16_range);
+        bytes += checked_bytes(t);
+      }
     }
     dumper_->count_overflow_check(bytes, bounded);
     if (fired) {
