@@ -37,7 +37,8 @@ TEST(RangeBound, OpTypesHaveTheirRules) {
   EXPECT_EQ(bound_rule("copy_"), BoundRule::Source);
   EXPECT_EQ(bound_rule("relu_"), BoundRule::Same);
   EXPECT_EQ(bound_rule("add"), BoundRule::Sum);
-  for (const char* none : {"exp", "div_", "addcdiv_", "sqrt", "pow", "matmul", "convolution", "rsub"})
+  EXPECT_EQ(bound_rule("div_"), BoundRule::Quotient);
+  for (const char* none : {"exp", "addcdiv_", "sqrt", "pow", "matmul", "convolution", "rsub"})
     EXPECT_EQ(bound_rule(none), BoundRule::None) << none;
 }
 
@@ -50,6 +51,11 @@ TEST(RangeBound, TheOptimizersArithmetic) {
   // Adam: exp_avg_sq.mul_(0.999).addcmul_(grad, grad, value=0.001); exp_avg.lerp_(grad, 0.1)
   expect_tight(output_bound(BoundRule::ProductSum, {t(4.0), t(3.0), t(3.0), n(0.001)}, DType::Float32), 4.009);
   expect_tight(output_bound(BoundRule::Lerp, {t(1.0), t(3.0), n(0.1)}, DType::Float32), 1.4);
+  // Adam's denominator: (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps); a rounding mode adds at most 1
+  expect_tight(output_bound(BoundRule::Quotient, {t(300.0), n(-0.5)}, DType::Float32), 601.0);
+  expect_tight(output_bound(BoundRule::Quotient, {t(300.0), n(0.5), BoundOperand::other()}, DType::Float32), 601.0);
+  EXPECT_EQ(output_bound(BoundRule::Quotient, {t(300.0), n(0.0)}, DType::Float32), kInf);
+  EXPECT_EQ(output_bound(BoundRule::Quotient, {t(300.0), t(2.0)}, DType::Float32), kInf);  // a tensor divisor may hold 0
   // zero_grad and fills
   EXPECT_EQ(output_bound(BoundRule::Zero, {t(kInf)}, DType::Float32), 0.0);
   expect_tight(output_bound(BoundRule::Fill, {t(kInf), n(-7.0)}, DType::Float32), 7.0);

@@ -23,12 +23,22 @@ def run(tmp_path, body, *args):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_found(tmp_path):
+# Per parameter and step (after the first), the updates known clean: momentum SGD's mul_, add_ on the
+# buffer, add_ on the parameter and the gradient accumulated into its zeroed tensor; Adam's lerp_ or
+# mul_/add_ of the first moment, mul_ and addcmul_ of the second, the division of its square root and
+# add_ of eps (its sqrt and the parameter's addcdiv_ are read). And the op that updates parameters.
+OPTIMIZERS = {"sgd": ("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)", 4, "add_"),
+              "adam": ("torch.optim.Adam(m.parameters(), lr=0.01)", 5, "addcdiv_")}
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_found(tmp_path, optimizer):
+    make, bounded_per_step, update = OPTIMIZERS[optimizer]
     out = run(tmp_path, """
         torch.manual_seed(0)
         # a 1 MB weight (copied before an op writes it) and a 2 MB one (checked before instead)
         m = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 128))
-        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        opt = eval(sys.argv[2])
         x, y = torch.randn(8, 64), torch.randint(0, 128, (8,))
         def step():
             opt.zero_grad(set_to_none=False)
@@ -42,18 +52,16 @@ def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_foun
             step()
         print(json.dumps({"clean": clean, "overflows": d.overflows, "root_cause": d.root_cause,
                           "params": len(list(m.parameters()))}))
-        """)
+        """, make)
     params, clean = out["params"], out["clean"]
-    # steps 2 to 4: mul_, add_ on each momentum buffer, add_ on each parameter, and the gradient
-    # accumulated into its zeroed tensor: all known clean, none of them read
-    assert clean["overflow_bounded"] >= 4 * 3 * params
+    # steps 2 to 4: known clean, none of them read
+    assert clean["overflow_bounded"] >= bounded_per_step * 3 * params
     assert clean["overflow_checks"] > clean["overflow_bounded"]  # the model's own ops are read
-    # the planted fault: the first parameter update of step 5, found although its kind was bounded before
+    # the planted fault: the first parameter update of step 5 (SGD's add_ was bounded until then)
     assert out["overflows"], "the planted overflow was missed"
-    assert all(e["op_type"] == "add_" for e in out["overflows"])
-    assert len(out["overflows"]) == params
+    assert [e["op_type"] for e in out["overflows"]] == [update] * params
     root = out["root_cause"]
-    assert root["op_type"] == "add_" and root["inputs_finite"] is True
+    assert root["op_type"] == update and root["inputs_finite"] is True
     assert root["tensors"][-1]["io"] == "output" and root["tensors"][-1]["beyond_fp16"] > 0
 
 

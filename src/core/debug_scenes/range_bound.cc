@@ -16,6 +16,7 @@ struct Named {
 constexpr Named kRules[] = {
     {"add", BoundRule::Sum},          {"add_", BoundRule::Sum},          {"sub", BoundRule::Sum},
     {"sub_", BoundRule::Sum},         {"mul", BoundRule::Product},       {"mul_", BoundRule::Product},
+    {"div", BoundRule::Quotient},     {"div_", BoundRule::Quotient},
     {"addcmul", BoundRule::ProductSum}, {"addcmul_", BoundRule::ProductSum}, {"lerp", BoundRule::Lerp},
     {"lerp_", BoundRule::Lerp},       {"fill_", BoundRule::Fill},        {"zero_", BoundRule::Zero},
     {"copy_", BoundRule::Source},     {"clone", BoundRule::Same},        {"neg", BoundRule::Same},
@@ -71,6 +72,14 @@ double output_bound(BoundRule rule, const std::vector<BoundOperand>& args, DType
       if (!nothing_else(args, 2)) return kUnknown;
       b = arg(args, 0, Kind::Tensor) * tensor_or_number(args, 1);
       break;
+    case BoundRule::Quotient: {
+      // the third argument is the rounding mode (floor or trunc move a quotient by less than 1) or an out= tensor
+      if (args.size() < 2 || args.size() > 4 || (args.size() == 4 && args[3].kind != Kind::Tensor)) return kUnknown;
+      const double divisor = arg(args, 1, Kind::Number);
+      if (!(divisor > 0 && divisor < kUnknown)) return kUnknown;  // zero divides into anything; no tensor divisor
+      b = arg(args, 0, Kind::Tensor) / divisor + 1;
+      break;
+    }
     case BoundRule::ProductSum:
       if (!nothing_else(args, 4)) return kUnknown;
       b = arg(args, 0, Kind::Tensor) +

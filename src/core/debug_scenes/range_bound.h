@@ -22,6 +22,7 @@ enum class BoundRule : uint8_t {
   None,        // no rule: the output is read
   Sum,         // add, sub (self, other, alpha=1): |self| + |alpha| |other|
   Product,     // mul (self, other): |self| |other|
+  Quotient,    // div (self, number[, rounding_mode]): |self| / |number| + 1 (a tensor divisor bounds nothing)
   ProductSum,  // addcmul (self, tensor1, tensor2, value=1): |self| + |value| |tensor1| |tensor2|
   Lerp,        // lerp (self, end, weight): |self| + |weight| (|self| + |end|)
   Fill,        // fill_ (self, value): |value|;  zero_ (self): 0
