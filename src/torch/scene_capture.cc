@@ -70,7 +70,9 @@ constexpr double kUnknownBound = std::numeric_limits<double>::infinity();
 // The value of a one-element host tensor of a real dtype (a Python number passed to a Tensor
 // argument, a 0-dim learning rate), read in place.
 std::optional<double> single_value(const at::Tensor& t) {
-  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || t.numel() != 1) return std::nullopt;
+  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || t.numel() != 1 || !t.has_storage() ||
+      !t.storage().data())
+    return std::nullopt;  // (wrapper subclasses hold no storage)
   switch (t.scalar_type()) {
     case at::kDouble: return *t.data_ptr<double>();
     case at::kFloat: return *t.data_ptr<float>();
