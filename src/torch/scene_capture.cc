@@ -31,18 +31,6 @@ namespace {
 
 // ---- overflow checks --------------------------------------------------------------------------
 
-at::Tensor contiguous_host_view(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
-
-OverflowCheck check_host(const at::Tensor& t) {
-  DType dtype;
-  if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype) || !dtype_can_overflow(dtype))
-    return {};
-  at::Tensor c = contiguous_host_view(t);
-  const IntraOpSplit split = intra_op_split();
-  return check_overflow(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())},
-                        split.runner, split.parts, IntraOpSplit::kFromBytes);
-}
-
 uint64_t checked_bytes(const at::Tensor& t) {
   return can_overflow(t) ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0;
 }
@@ -65,180 +53,13 @@ OverflowTensor describe(const at::Tensor& t, IoKind io, uint32_t slot, OverflowC
 // its step time.
 constexpr size_t kCopyWrittenBytes = size_t(1) << 20;
 
-constexpr double kUnknownBound = std::numeric_limits<double>::infinity();
-
-// The value of a one-element host tensor of a real dtype (a Python number passed to a Tensor
-// argument, a 0-dim learning rate), read in place.
-std::optional<double> single_value(const at::Tensor& t) {
-  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || t.numel() != 1 || !t.has_storage() ||
-      !t.storage().data())
-    return std::nullopt;  // (wrapper subclasses hold no storage)
-  switch (t.scalar_type()) {
-    case at::kDouble: return *t.data_ptr<double>();
-    case at::kFloat: return *t.data_ptr<float>();
-    case at::kHalf: return static_cast<double>(*t.data_ptr<at::Half>());
-    case at::kBFloat16: return static_cast<double>(*t.data_ptr<at::BFloat16>());
-    case at::kLong: return static_cast<double>(*t.data_ptr<int64_t>());
-    case at::kInt: return *t.data_ptr<int32_t>();
-    case at::kBool: return *t.data_ptr<bool>() ? 1.0 : 0.0;
-    default: return std::nullopt;
-  }
-}
-
-// The op's arguments as its bound rule reads them (tensors numbered as tensors_of numbers them);
-// false for arguments no rule takes (lists).
-template <typename Values>
-bool describe_operands(const Values& args, BoundedOp& op) {
-  int tensor = 0;
-  for (const c10::IValue& v : args) {
-    if (v.isTensor()) {
-      const std::optional<double> value = op.operands.empty() ? std::nullopt : single_value(v.toTensor());
-      op.operands.push_back(value ? BoundOperand::number(*value) : BoundOperand::tensor());
-      op.input_index.push_back(value ? -1 : tensor);
-      ++tensor;
-      continue;
-    }
-    if (v.isTensorList() || v.isList()) return false;
-    op.operands.push_back(v.isDouble() ? BoundOperand::number(v.toDouble())
-                          : v.isInt()  ? BoundOperand::number(static_cast<double>(v.toInt()))
-                          : v.isBool() ? BoundOperand::number(v.toBool() ? 1.0 : 0.0)
-                                       : BoundOperand::other());
-    op.input_index.push_back(-1);
-  }
-  return true;
-}
-
-}  // namespace
-
-// Not in the anonymous namespace: DebugScenes::State holds them (a unity build, where this file is
-// included, warns about such members, -Wsubobject-linkage).
-
-// The checks of host tensors as they are now: an op's output is checked once it is produced (on
-// the background thread), and the next op writing it in place reads the result here instead of
-// scanning it again (the write barrier finished that check before the op started); an op with a
-// bound rule reads its operands' bounds here. A check is valid while the tensor lives with the
-// same version, data, storage generation (bumped by every op writing the storage: an alias with
-// its own version counter, as `.data` gives, writes it unseen by the version) and storage
-// fingerprint (writes no op showed: NumPy views).
-class KnownChecks {
- public:
-  void remember(const at::Tensor& t, const OverflowCheck& check) {
-    if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return;
-    const c10::StorageImpl* storage = storage_of(t);
-    Entry e{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version(),
-            t.numel() ? t.data_ptr() : nullptr, storage, 0, storage_fingerprint(t), check};
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (storage) e.generation = generations_[storage];
-    entries_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(e));
-  }
-  // The check of `t` if known.
-  std::optional<OverflowCheck> peek(const at::Tensor& t) {
-    if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return std::nullopt;
-    const c10::StorageImpl* storage = storage_of(t);
-    OverflowCheck check;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = entries_.find(t.unsafeGetTensorImpl());
-      if (it == entries_.end()) return std::nullopt;
-      const Entry& e = it->second;
-      if (e.impl.expired() || e.version != t._version() || e.data != (t.numel() ? t.data_ptr() : nullptr) ||
-          e.storage != storage)
-        return std::nullopt;
-      if (storage) {
-        auto g = generations_.find(storage);
-        if (g == generations_.end() || g->second != e.generation) return std::nullopt;
-      }
-      if (e.fingerprint != storage_fingerprint(t)) return std::nullopt;
-      check = e.check;
-    }
-    return check;
-  }
-  // The check of `t`, known or scanned now.
-  OverflowCheck of(const at::Tensor& t) {
-    if (std::optional<OverflowCheck> known = peek(t)) return *known;
-    OverflowCheck c = check_host(t);
-    remember(t, c);
-    return c;
-  }
-  // An upper bound of |x| over `t`: its own check's, or else that of the tensor it is a view of
-  // (a linear layer's weight gradient is the transpose of a product); infinite when not known.
-  double bound_of(const at::Tensor& t) {
-    if (std::optional<OverflowCheck> known = peek(t)) return known->max_abs;
-    if (t.defined() && t.is_view())
-      if (std::optional<OverflowCheck> base = peek(at::Tensor(t._base()))) return base->max_abs;
-    return kUnknownBound;
-  }
-
-  void written(const std::vector<const c10::StorageImpl*>& storages) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (generations_.empty()) return;
-    for (const c10::StorageImpl* s : storages)
-      if (auto g = generations_.find(s); g != generations_.end()) ++g->second;
-  }
-  void drop_dead() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
-    std::unordered_map<const c10::StorageImpl*, uint64_t> live;
-    for (const auto& [impl, e] : entries_)
-      if (e.storage) live.emplace(e.storage, generations_[e.storage]);
-    generations_.swap(live);
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    entries_.clear();
-    generations_.clear();
-  }
-
-  // The check of a bounded op's one output when its rule shows it clean from its operands' bounds
-  // (remembered as the output's check); nullopt when it cannot (an operand's bound the rule reads
-  // not known yet, a bound beyond float16's range, an output on a device).
-  std::optional<OverflowCheck> bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
-                                             const std::vector<at::Tensor>& outputs) {
-    DType dtype;
-    if (outputs.size() != 1 || !outputs[0].defined() || !outputs[0].device().is_cpu() ||
-        outputs[0].layout() != at::kStrided || !dtype_of(outputs[0].scalar_type(), &dtype))
-      return std::nullopt;  // (output_bound gives no bound for other than real floating dtypes)
-    std::vector<BoundOperand> operands = op.operands;
-    for (size_t k = 0; k < operands.size(); ++k) {
-      const int slot = op.input_index[k];
-      if (slot < 0) continue;
-      auto before = std::find_if(op.written_before.begin(), op.written_before.end(),
-                                 [slot](const auto& w) { return w.first == static_cast<size_t>(slot); });
-      if (before != op.written_before.end()) {
-        operands[k].magnitude = before->second;
-      } else {
-        operands[k].magnitude = bound_of(inputs[slot]);  // infinite when unknown: a rule reading it gives no bound
-      }
-    }
-    const double bound = output_bound(op.rule, operands, dtype);
-    if (!bound_is_clean(bound)) return std::nullopt;
-    OverflowCheck clean;
-    clean.max_abs = bound;
-    remember(outputs[0], clean);
-    return clean;
-  }
-
- private:
-  struct Entry {
-    c10::weak_intrusive_ptr<c10::TensorImpl> impl;
-    int64_t version;
-    const void* data;
-    const c10::StorageImpl* storage;
-    uint64_t generation;
-    uint64_t fingerprint;  // of the storage: writes no version or op showed
-    OverflowCheck check;
-  };
-  std::mutex mutex_;
-  std::unordered_map<const c10::TensorImpl*, Entry> entries_;
-  // Writes seen per storage, for the storages of entries (those of others do not matter).
-  std::unordered_map<const c10::StorageImpl*, uint64_t> generations_;
-};
-
-namespace {
 void report_overflow(DumpSink& dumper, const OpRecord& record, const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::vector<OverflowCheck>& output_checks,
                      const std::vector<std::pair<size_t, OverflowCheck>>& prechecked);  // below
 }  // namespace
+
+// Not in the anonymous namespace: DebugScenes::State holds them (a unity build, where this file is
+// included, warns about such members, -Wsubobject-linkage).
 
 // The overflow check of an op whose outputs are on the host, done on the background thread (or
 // by the write barrier, before anything writes what it holds): the op's inputs and outputs stay

@@ -9,23 +9,13 @@
 #include <vector>
 
 #include "debug_scenes/debug_scenes.h"
-#include "debug_scenes/range_bound.h"
+#include "known_checks.h"
 #include "dumper/dump_sink.h"
 #include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
 
 class PendingWork;
-
-// An op whose output has a bound rule (range_bound.h), as the rule reads its arguments: tensors
-// by their index in SceneOp::inputs, their bounds looked up when the output is checked; an
-// input the op writes in place by its bound before the op (infinite when not known then).
-struct BoundedOp {
-  BoundRule rule = BoundRule::None;
-  std::vector<BoundOperand> operands;
-  std::vector<int> input_index;  // per operand: its slot in SceneOp::inputs, -1 for numbers and others
-  std::vector<std::pair<size_t, double>> written_before;  // (slot, bound)
-};
 
 // Per-op state of the debug scenes.
 // RecordFunction::inputs() is valid only in the start callback: what the end needs is kept here.

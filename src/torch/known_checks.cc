@@ -1,0 +1,131 @@
+// KnownChecks: what overflow mode knows of host tensors (known_checks.h).
+#include "known_checks.h"
+
+#include <algorithm>
+
+#include "capture.h"
+#include "host_stats.h"
+
+namespace opdump::pt::detail {
+
+OverflowCheck check_host(const at::Tensor& t) {
+  DType dtype;
+  if (!t.defined() || t.layout() != at::kStrided || !dtype_of(t.scalar_type(), &dtype) || !dtype_can_overflow(dtype))
+    return {};
+  const at::Tensor c = t.is_contiguous() ? t : t.contiguous();
+  const IntraOpSplit split = intra_op_split();
+  return check_overflow(TensorView{c.numel() ? c.data_ptr() : nullptr, dtype, Shape(c.sizes().begin(), c.sizes().end())},
+                        split.runner, split.parts, IntraOpSplit::kFromBytes);
+}
+
+std::optional<double> single_value(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || t.numel() != 1 || !t.has_storage() ||
+      !t.storage().data())
+    return std::nullopt;  // (wrapper subclasses hold no storage)
+  switch (t.scalar_type()) {
+    case at::kDouble: return *t.data_ptr<double>();
+    case at::kFloat: return *t.data_ptr<float>();
+    case at::kHalf: return static_cast<double>(*t.data_ptr<at::Half>());
+    case at::kBFloat16: return static_cast<double>(*t.data_ptr<at::BFloat16>());
+    case at::kLong: return static_cast<double>(*t.data_ptr<int64_t>());
+    case at::kInt: return *t.data_ptr<int32_t>();
+    case at::kBool: return *t.data_ptr<bool>() ? 1.0 : 0.0;
+    default: return std::nullopt;
+  }
+}
+
+void KnownChecks::remember(const at::Tensor& t, const OverflowCheck& check) {
+  if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return;
+  const c10::StorageImpl* storage = storage_of(t);
+  Entry e{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version(),
+          t.numel() ? t.data_ptr() : nullptr, storage, 0, storage_fingerprint(t), check};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (storage) e.generation = generations_[storage];
+  entries_.insert_or_assign(t.unsafeGetTensorImpl(), std::move(e));
+}
+
+std::optional<OverflowCheck> KnownChecks::peek(const at::Tensor& t) {
+  if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return std::nullopt;
+  const c10::StorageImpl* storage = storage_of(t);
+  OverflowCheck check;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(t.unsafeGetTensorImpl());
+    if (it == entries_.end()) return std::nullopt;
+    const Entry& e = it->second;
+    if (e.impl.expired() || e.version != t._version() || e.data != (t.numel() ? t.data_ptr() : nullptr) ||
+        e.storage != storage)
+      return std::nullopt;
+    if (storage) {
+      auto g = generations_.find(storage);
+      if (g == generations_.end() || g->second != e.generation) return std::nullopt;
+    }
+    if (e.fingerprint != storage_fingerprint(t)) return std::nullopt;
+    check = e.check;
+  }
+  return check;
+}
+
+OverflowCheck KnownChecks::of(const at::Tensor& t) {
+  if (std::optional<OverflowCheck> known = peek(t)) return *known;
+  OverflowCheck c = check_host(t);
+  remember(t, c);
+  return c;
+}
+
+double KnownChecks::bound_of(const at::Tensor& t) {
+  if (std::optional<OverflowCheck> known = peek(t)) return known->max_abs;
+  if (t.defined() && t.is_view())
+    if (std::optional<OverflowCheck> base = peek(at::Tensor(t._base()))) return base->max_abs;
+  return kUnknownBound;
+}
+
+void KnownChecks::written(const std::vector<const c10::StorageImpl*>& storages) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generations_.empty()) return;
+  for (const c10::StorageImpl* s : storages)
+    if (auto g = generations_.find(s); g != generations_.end()) ++g->second;
+}
+
+void KnownChecks::drop_dead() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
+  std::unordered_map<const c10::StorageImpl*, uint64_t> live;
+  for (const auto& [impl, e] : entries_)
+    if (e.storage) live.emplace(e.storage, generations_[e.storage]);
+  generations_.swap(live);
+}
+
+void KnownChecks::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.clear();
+  generations_.clear();
+}
+
+std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
+                                                        const std::vector<at::Tensor>& outputs) {
+  DType dtype;
+  if (outputs.size() != 1 || !outputs[0].defined() || !outputs[0].device().is_cpu() ||
+      outputs[0].layout() != at::kStrided || !dtype_of(outputs[0].scalar_type(), &dtype))
+    return std::nullopt;  // (output_bound gives no bound for other than real floating dtypes)
+  std::vector<BoundOperand> operands = op.operands;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const int slot = op.input_index[k];
+    if (slot < 0) continue;
+    auto before = std::find_if(op.written_before.begin(), op.written_before.end(),
+                               [slot](const auto& w) { return w.first == static_cast<size_t>(slot); });
+    if (before != op.written_before.end()) {
+      operands[k].magnitude = before->second;
+    } else {
+      operands[k].magnitude = bound_of(inputs[slot]);  // infinite when unknown: a rule reading it gives no bound
+    }
+  }
+  const double bound = output_bound(op.rule, operands, dtype);
+  if (!bound_is_clean(bound)) return std::nullopt;
+  OverflowCheck clean;
+  clean.max_abs = bound;
+  remember(outputs[0], clean);
+  return clean;
+}
+
+}  // namespace opdump::pt::detail

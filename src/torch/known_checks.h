@@ -1,0 +1,102 @@
+// What overflow mode knows of host tensors as they are now: their checks (an op's output is
+// checked once it is produced, on the background thread, and the next op writing it in place reads
+// the result here instead of scanning it again), and the bounds of their |x| that let an
+// elementwise op's output be known clean without reading it (range_bound.h).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "debug_scenes/debug_scenes.h"
+#include "debug_scenes/range_bound.h"
+
+namespace opdump::pt::detail {
+
+constexpr double kUnknownBound = std::numeric_limits<double>::infinity();
+
+// One read-only pass over a host tensor (split over the intra-op threads where it may be).
+OverflowCheck check_host(const at::Tensor& t);
+
+// An op whose output has a bound rule (range_bound.h), as the rule reads its arguments: tensors
+// by their index in the op's tensor inputs (tensors_of), their bounds looked up when the output is
+// checked; an input the op writes in place by its bound before the op (infinite when not known then).
+struct BoundedOp {
+  BoundRule rule = BoundRule::None;
+  std::vector<BoundOperand> operands;
+  std::vector<int> input_index;  // per operand: its slot among the tensor inputs, -1 for numbers and others
+  std::vector<std::pair<size_t, double>> written_before;  // (slot, bound)
+};
+
+// The value of a one-element host tensor of a real dtype (a Python number passed to a Tensor
+// argument, a 0-dim learning rate), read in place.
+std::optional<double> single_value(const at::Tensor& t);
+
+// The op's arguments as its bound rule reads them (tensors numbered as tensors_of numbers them);
+// false for arguments no rule takes (lists). `Values`: RecordFunction::inputs().
+template <typename Values>
+bool describe_operands(const Values& args, BoundedOp& op) {
+  int tensor = 0;
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      const std::optional<double> value = op.operands.empty() ? std::nullopt : single_value(v.toTensor());
+      op.operands.push_back(value ? BoundOperand::number(*value) : BoundOperand::tensor());
+      op.input_index.push_back(value ? -1 : tensor);
+      ++tensor;
+      continue;
+    }
+    if (v.isTensorList() || v.isList()) return false;
+    op.operands.push_back(v.isDouble() ? BoundOperand::number(v.toDouble())
+                          : v.isInt()  ? BoundOperand::number(static_cast<double>(v.toInt()))
+                          : v.isBool() ? BoundOperand::number(v.toBool() ? 1.0 : 0.0)
+                                       : BoundOperand::other());
+    op.input_index.push_back(-1);
+  }
+  return true;
+}
+
+// A check is valid while the tensor lives with the same version, data, storage generation (bumped
+// by every op writing the storage: an alias with its own version counter, as `.data` gives,
+// writes it unseen by the version) and storage fingerprint (writes no op showed: NumPy views).
+// Shared by the training threads and the background thread.
+class KnownChecks {
+ public:
+  void remember(const at::Tensor& t, const OverflowCheck& check);
+  // The check of `t` if known.
+  std::optional<OverflowCheck> peek(const at::Tensor& t);
+  // The check of `t`, known or scanned now.
+  OverflowCheck of(const at::Tensor& t);
+  // An upper bound of |x| over `t`: its own check's, or else that of the tensor it is a view of
+  // (a linear layer's weight gradient is the transpose of a product); infinite when not known.
+  double bound_of(const at::Tensor& t);
+  // The check of a bounded op's one output when its rule shows it clean from its operands' bounds
+  // (remembered as the output's check); nullopt when it cannot (an operand's bound the rule reads
+  // not known yet, a bound beyond float16's range, an output on a device).
+  std::optional<OverflowCheck> bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
+                                             const std::vector<at::Tensor>& outputs);
+  // An op wrote these storages.
+  void written(const std::vector<const c10::StorageImpl*>& storages);
+  void drop_dead();  // entries of tensors that died
+  void clear();
+
+ private:
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::TensorImpl> impl;
+    int64_t version;
+    const void* data;
+    const c10::StorageImpl* storage;
+    uint64_t generation;
+    uint64_t fingerprint;  // of the storage: writes no version or op showed
+    OverflowCheck check;
+  };
+  std::mutex mutex_;
+  std::unordered_map<const c10::TensorImpl*, Entry> entries_;
+  // Writes seen per storage, for the storages of entries (those of others do not matter).
+  std::unordered_map<const c10::StorageImpl*, uint64_t> generations_;
+};
+
+}  // namespace opdump::pt::detail
