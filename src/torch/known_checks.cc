@@ -47,6 +47,7 @@ void KnownChecks::remember(const at::Tensor& t, const OverflowCheck& check) {
 std::optional<OverflowCheck> KnownChecks::peek(const at::Tensor& t) {
   if (!t.defined() || t.is_inference() || !t.device().is_cpu()) return std::nullopt;
   const c10::StorageImpl* storage = storage_of(t);
+  uint64_t fingerprint;
   OverflowCheck check;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -60,9 +61,11 @@ std::optional<OverflowCheck> KnownChecks::peek(const at::Tensor& t) {
       auto g = generations_.find(storage);
       if (g == generations_.end() || g->second != e.generation) return std::nullopt;
     }
-    if (e.fingerprint != storage_fingerprint(t)) return std::nullopt;
+    fingerprint = e.fingerprint;
     check = e.check;
   }
+  // Sampled outside the lock, which the background thread's checks take too.
+  if (fingerprint != storage_fingerprint(t)) return std::nullopt;
   return check;
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -57,6 +58,16 @@ bool describe_operands(const Values& args, BoundedOp& op) {
     op.input_index.push_back(-1);
   }
   return true;
+}
+
+// The bound rule of an op of type `op_type` (RecordFunction's name without "aten::") and its
+// arguments as the rule reads them; rule None when it has none or its arguments fit no rule.
+template <typename Values>
+BoundedOp bounded_op(std::string_view op_type, const Values& args) {
+  BoundedOp op;
+  op.rule = bound_rule(op_type);
+  if (op.rule != BoundRule::None && !describe_operands(args, op)) op = BoundedOp{};
+  return op;
 }
 
 // A check is valid while the tensor lives with the same version, data, storage generation (bumped

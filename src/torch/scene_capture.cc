@@ -305,8 +305,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
   if (dumper.overflow_ignored(op_type)) return;
   op.inputs = tensors_of(fn.inputs());
   BoundedOp& bounded = op.bounded;
-  bounded.rule = bound_rule(op_type);
-  if (bounded.rule != BoundRule::None && !describe_operands(fn.inputs(), bounded)) bounded.rule = BoundRule::None;
+  bounded = bounded_op(op_type, fn.inputs());
   const bool bounds = bounded.rule != BoundRule::None;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     at::Tensor& t = op.inputs[i];
@@ -370,10 +369,8 @@ void DebugScenes::iteration_end(DumpSink* dumper) {
 void DebugScenes::written(const std::vector<const c10::StorageImpl*>& storages) { state_->known.written(storages); }
 
 void DebugScenes::filled(const at::RecordFunction& fn) {
-  BoundedOp op;
-  op.rule = bound_rule(std::strstr(fn.name(), "::") + 2);
-  if (op.rule == BoundRule::None || !describe_operands(fn.inputs(), op)) return;
-  state_->known.bounded_check(op, tensors_of(fn.inputs()), tensors_of(fn.outputs()));
+  const BoundedOp op = bounded_op(std::strstr(fn.name(), "::") + 2, fn.inputs());
+  if (op.rule != BoundRule::None) state_->known.bounded_check(op, tensors_of(fn.inputs()), tensors_of(fn.outputs()));
 }
 
 void DebugScenes::paused() { state_->known.clear(); }
