@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "device_batch.h"
 #include "device_reduce.h"
 #include "host_stats.h"
 
@@ -123,9 +124,17 @@ DumpTensor dump_copy(const at::Tensor& t) {
 
 namespace {
 
-void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, PendingWork& barrier,
-                 std::vector<DumpTensor>& out, uint64_t* stream_id,
-                 const std::vector<const c10::StorageImpl*>* written, std::optional<QuietAten>& quiet) {
+// A tensor whose statistics are reduced on its device: staged with the op's others (device_batch.h)
+// where it is small enough, else reduced on its own.
+struct ToStage {
+  size_t slot;
+  at::Tensor tensor;
+};
+
+void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, ReductionBatcher& batcher,
+                 PendingWork& barrier, std::vector<DumpTensor>& out, std::vector<ToStage>& to_stage,
+                 uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written,
+                 std::optional<QuietAten>& quiet) {
   if (std::string why = undumpable_reason(t); !why.empty()) {
     out.push_back(placeholder_tensor(std::move(why), t.defined()));  // keeps slot numbers aligned with the op's tensors
     return;
@@ -146,10 +155,13 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Pendi
     auto copy = host_copy(t.detach(), &dumper);
     d.view.data = copy->data();
     d.owner = copy;
-    if (settings.statistics && on_device) d.deferred_stats = device_stats(t.detach());
-  } else if (on_device) {
-    d.deferred_stats = device_stats(t.detach());
-  } else {
+  }
+  if (on_device && (settings.statistics || !(settings.tensors || settings.bin_files))) {
+    if (batcher.batched(t))
+      to_stage.push_back(ToStage{out.size(), t.detach()});
+    else
+      d.deferred_stats = device_stats(t.detach());
+  } else if (!(settings.tensors || settings.bin_files)) {
     const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
     std::shared_ptr<LazyStats> stats = cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier);
     d.pending_bytes = stats->bytes();
@@ -160,15 +172,32 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Pendi
 
 }  // namespace
 
-void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache, PendingWork& barrier,
-                     std::vector<DumpTensor>& out, uint64_t* stream_id,
-                     const std::vector<const c10::StorageImpl*>* written, const std::vector<bool>* out_buffers) {
+void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache,
+                     ReductionBatcher& batcher, PendingWork& barrier, std::vector<DumpTensor>& out,
+                     uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written,
+                     const std::vector<bool>* out_buffers) {
   std::optional<QuietAten> quiet;  // made before the first ATen call
+  std::vector<ToStage> to_stage;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
       out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));
     else
-      capture_one(tensors[i], dumper, cache, barrier, out, stream_id, written, quiet);
+      capture_one(tensors[i], dumper, cache, batcher, barrier, out, to_stage, stream_id, written, quiet);
+  }
+  // One staging call per device (statistics_on_device may mix host and device tensors in one op).
+  while (!to_stage.empty()) {
+    const at::Device device = to_stage.front().tensor.device();
+    std::vector<ToStage> here, rest;
+    for (ToStage& s : to_stage) (s.tensor.device() == device ? here : rest).push_back(std::move(s));
+    std::vector<at::Tensor> staged_tensors;
+    for (const ToStage& s : here) staged_tensors.push_back(s.tensor);
+    std::vector<StagedTensor> staged = batcher.stage(staged_tensors);
+    for (size_t k = 0; k < here.size(); ++k) {
+      DumpTensor& d = out[here[k].slot];
+      d.pending_bytes = staged[k].bytes;
+      d.deferred_stats = batched_stats(std::move(staged[k]));
+    }
+    to_stage.swap(rest);
   }
 }
 

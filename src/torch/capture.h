@@ -51,8 +51,10 @@ uint64_t stream_of(const at::Tensor& t);
 
 class StatsCache;
 class PendingWork;
+class ReductionBatcher;
 // An op's tensors as the Dumper takes them, appended to `out` in slot order: a host copy when
-// tensors are dumped (or bin files written), statistics reduced on the device for device tensors,
+// tensors are dumped (or bin files written), statistics reduced on the device for device tensors
+// (staged into the thread's `batcher` where they are small enough, device_batch.h),
 // otherwise host statistics of the tensor itself, without a copy, once per tensor version, on the
 // statistics thread (`cache`, `barrier`: host_stats.h) unless the op is about to modify it
 // (`written`: the storages it writes; those are summarized at once). `out_buffers`: per tensor,
@@ -61,8 +63,8 @@ class PendingWork;
 // is, whatever made it: storages filled by code no observer sees (torch.tensor's copy from Python
 // data, extensions writing data_ptr) hold real bytes. `stream_id`: raised to the tensors' stream.
 // Runs ATen calls: the caller keeps its own callbacks from observing them.
-void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache, PendingWork& barrier,
-                     std::vector<DumpTensor>& out, uint64_t* stream_id,
+void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache,
+                     ReductionBatcher& batcher, PendingWork& barrier, std::vector<DumpTensor>& out, uint64_t* stream_id,
                      const std::vector<const c10::StorageImpl*>* written = nullptr,
                      const std::vector<bool>* out_buffers = nullptr);
 }  // namespace opdump::pt::detail

@@ -89,10 +89,9 @@ const double* DeviceReduction::block(size_t i) const {
   return static_cast<const double*>(values_->data()) + i * reduction_size(what_);
 }
 
-TensorStats DeviceReduction::statistics(size_t i) const {
-  const double* v = block(i);
+TensorStats statistics_of(const double* v, uint64_t count) {
   TensorStats s;
-  s.count = counts_[i];
+  s.count = count;
   s.nan = static_cast<uint64_t>(v[0]);
   s.pos_inf = static_cast<uint64_t>(v[1]);
   s.neg_inf = static_cast<uint64_t>(v[2]);
@@ -110,6 +109,8 @@ TensorStats DeviceReduction::statistics(size_t i) const {
   s.uint_max = static_cast<uint64_t>(v[9] > 0 && v[9] < 1.8e19 ? v[9] : 0);
   return s;
 }
+
+TensorStats DeviceReduction::statistics(size_t i) const { return statistics_of(block(i), counts_[i]); }
 
 OverflowCheck DeviceReduction::overflow(size_t i) const {
   const double* v = block(i);

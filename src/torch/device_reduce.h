@@ -41,6 +41,9 @@ class DeviceReduction {
   std::shared_ptr<Buffer> values_;
 };
 
+// TensorStats from a block of Reduction::Statistics' 11 doubles, of a tensor of `count` elements.
+TensorStats statistics_of(const double* block, uint64_t count);
+
 // The statistics of one tensor; get() waits for them (called on a writer thread).
 std::shared_ptr<DeferredStats> device_stats(const at::Tensor& t);
 

@@ -270,8 +270,8 @@ class Observer final : public RuntimeListener {
       std::vector<bool> out_buffers;
       if (!ts.written_args.of(fn).out.empty()) out_buffers = ts.written_args.out_buffer_slots(fn);
       Busy busy(ts);
-      capture_tensors(tensors_of(fn.inputs()), *dumper, ts.cache, barrier_, ctx->inputs, ctx->report.stream_id(),
-                      &ctx->written_storages, &out_buffers);
+      capture_tensors(tensors_of(fn.inputs()), *dumper, ts.cache, ts.device_stats, barrier_, ctx->inputs,
+                      ctx->report.stream_id(), &ctx->written_storages, &out_buffers);
     }
     if (plan.kernel_args) ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
     return ctx;
@@ -331,7 +331,8 @@ class Observer final : public RuntimeListener {
     std::vector<DumpTensor> outputs;
     if (ctx->dump_outputs) {
       Busy busy(ts);
-      capture_tensors(tensors_of(fn.outputs()), dumper, ts.cache, barrier_, outputs, report.stream_id());
+      capture_tensors(tensors_of(fn.outputs()), dumper, ts.cache, ts.device_stats, barrier_, outputs,
+                      report.stream_id());
     }
     report.dump(ctx->inputs, outputs);
   }

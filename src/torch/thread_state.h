@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_batch.h"
 #include "dumper/dump_sink.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
@@ -37,6 +38,7 @@ struct ThreadState {
   std::vector<NodeFrame> nodes;
   std::vector<OpCtx*> open;
   StatsCache cache;
+  ReductionBatcher device_stats{Reduction::Statistics};  // statistics of device tensors, staged per op
   WrittenArgs written_args;
 };
 

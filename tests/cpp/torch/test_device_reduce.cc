@@ -8,9 +8,14 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 
+#include "capture.h"
 #include "debug_scenes/debug_scenes.h"
+#include "device_batch.h"
 #include "stats/stats.h"
 
 using namespace opdump;
@@ -31,6 +36,34 @@ at::Tensor with_specials() {
   t[12] = inf;
   t[20] = 0;
   return t;
+}
+
+TensorStats host_stats_of(const at::Tensor& t) {
+  DType dtype;
+  EXPECT_TRUE(dtype_of(t.scalar_type(), &dtype));
+  const at::Tensor c = t.contiguous();
+  return compute_stats(view_of(c, dtype), StatsOptions{});
+}
+
+void expect_same_stats(const TensorStats& device, const TensorStats& host, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(device.count, host.count);
+  EXPECT_EQ(device.nan, host.nan);
+  EXPECT_EQ(device.pos_inf, host.pos_inf);
+  EXPECT_EQ(device.neg_inf, host.neg_inf);
+  EXPECT_EQ(device.negative, host.negative);
+  EXPECT_EQ(device.positive, host.positive);
+  EXPECT_EQ(device.zero, host.zero);
+  EXPECT_EQ(device.finite, host.finite);
+  if (host.finite) {
+    EXPECT_EQ(device.min, host.min);
+    EXPECT_EQ(device.max, host.max);
+    // The host kernels add float32 lanes flushed into double every 4096 elements; the device sums
+    // in double: within float32's rounding of the sum of magnitudes (at most sqrt(n * sum_sq)).
+    const double magnitude = std::sqrt(static_cast<double>(host.finite) * host.sum_sq);
+    EXPECT_NEAR(device.sum, host.sum, 1e-5 * magnitude + 1e-9);
+    EXPECT_NEAR(device.sum_sq, host.sum_sq, 1e-5 * host.sum_sq);
+  }
 }
 
 }  // namespace
@@ -55,24 +88,83 @@ INSTANTIATE_TEST_SUITE_P(Devices, ReductionOnDevice, ::testing::Values(c10::Devi
 TEST_P(ReductionOnDevice, StatisticsEqualTheHostKernel) {
   torch::manual_seed(1);
   for (at::Tensor t : {with_specials(), torch::randint(-50, 50, {777}, torch::kInt64), torch::empty({0})}) {
-    const DType dtype = t.scalar_type() == at::kLong ? DType::Int64 : DType::Float32;
-    const TensorStats host = compute_stats(view_of(t, dtype), StatsOptions{});
-    const TensorStats device = device_stats(there(t))->get();
-    EXPECT_EQ(device.count, host.count);
-    EXPECT_EQ(device.nan, host.nan);
-    EXPECT_EQ(device.pos_inf, host.pos_inf);
-    EXPECT_EQ(device.neg_inf, host.neg_inf);
-    EXPECT_EQ(device.negative, host.negative);
-    EXPECT_EQ(device.positive, host.positive);
-    EXPECT_EQ(device.zero, host.zero);
-    EXPECT_EQ(device.finite, host.finite);
-    if (host.finite) {
-      EXPECT_EQ(device.min, host.min);
-      EXPECT_EQ(device.max, host.max);
-      EXPECT_NEAR(device.sum, host.sum, 1e-9 * std::abs(host.sum) + 1e-9);
-      EXPECT_NEAR(device.sum_sq, host.sum_sq, 1e-9 * host.sum_sq);
-    }
+    expect_same_stats(device_stats(there(t))->get(), host_stats_of(t), c10::toString(t.scalar_type()));
   }
+}
+
+// Many ops' tensors staged into one batch and reduced together, segment by segment: each tensor's
+// statistics equal the host kernel's, whatever its dtype, layout or neighbours.
+TEST_P(ReductionOnDevice, BatchedStatisticsEqualTheHostKernel) {
+  torch::manual_seed(3);
+  at::Tensor specials = with_specials();
+  const std::vector<std::vector<at::Tensor>> ops = {
+      {specials, torch::randint(-50, 50, {777}, torch::kInt64)},
+      {(torch::randn({33, 9}) * 300).to(torch::kHalf), torch::rand({100}).gt(0.3), torch::randn({5}, torch::kDouble),
+       torch::randn({40, 30}).t()},  // a transposed view: not contiguous
+      {(torch::randn({1000}) * 1e30).to(torch::kBFloat16), -torch::rand({1}), torch::zeros({7})},
+      {with_specials().to(torch::kHalf)}};
+  ReductionBatcher batcher(Reduction::Statistics);
+  std::vector<std::pair<at::Tensor, StagedTensor>> staged;
+  for (const auto& op : ops) {
+    std::vector<at::Tensor> placed;
+    for (const at::Tensor& t : op) placed.push_back(there(t));
+    const std::vector<StagedTensor> places = batcher.stage(placed);
+    ASSERT_EQ(places.size(), op.size());
+    for (size_t i = 0; i < op.size(); ++i) staged.emplace_back(op[i], places[i]);
+  }
+  for (const auto& [t, place] : staged) EXPECT_EQ(place.batch, staged.front().second.batch) << "one batch for all";
+  // What was staged is summarized, not what the tensor holds when the batch is reduced.
+  const TensorStats before = host_stats_of(specials);
+  specials.fill_(1.0f);
+  expect_same_stats(batched_stats(staged.front().second)->get(), before, "written after staging");
+  for (size_t i = 1; i < staged.size(); ++i)
+    expect_same_stats(batched_stats(staged[i].second)->get(), host_stats_of(staged[i].first),
+                      "tensor " + std::to_string(i) + " " + c10::toString(staged[i].first.scalar_type()));
+}
+
+TEST_P(ReductionOnDevice, BatchesAreSealedBySizeAndHeldOnlyByTheirUsers) {
+  ReductionBatcher batcher(Reduction::Statistics);
+  const at::Tensor largest = there(torch::ones({ReductionBatcher::kMaxElements}));
+  EXPECT_TRUE(batcher.batched(largest));
+  EXPECT_FALSE(batcher.batched(there(torch::ones({ReductionBatcher::kMaxElements + 1})))) << "reduced on its own";
+  EXPECT_FALSE(batcher.batched(there(torch::ones({0}))));
+  EXPECT_FALSE(batcher.batched(there(torch::ones({4}, torch::kComplexFloat))));
+  EXPECT_FALSE(ReductionBatcher(Reduction::Overflow).batched(there(torch::ones({4}, torch::kInt64))))
+      << "integers cannot overflow";
+  const StagedTensor a = batcher.stage({there(torch::ones({5}))}).front();
+  const StagedTensor b = batcher.stage({largest}).front();
+  EXPECT_EQ(a.batch, b.batch);
+  const StagedTensor c = batcher.stage({there(torch::ones({5}))}).front();
+  EXPECT_NE(c.batch, b.batch) << "a batch past kSealElements takes no more";
+  EXPECT_EQ(b.batch->statistics(b.member).sum, double(ReductionBatcher::kMaxElements));
+  EXPECT_EQ(a.batch->statistics(a.member).positive, 5u);
+  // Once reduced, a batch takes no more either: the next op opens a new one.
+  c.batch->reduce();
+  std::optional<StagedTensor> d = batcher.stage({there(torch::full({3}, -2.0))}).front();
+  EXPECT_NE(d->batch, c.batch);
+  EXPECT_EQ(d->batch->statistics(d->member).min, -2.0);
+  const std::weak_ptr<ReductionBatch> open = d->batch;
+  d.reset();
+  EXPECT_TRUE(open.expired()) << "the batcher does not keep a batch (nor its device memory) alive";
+}
+
+TEST_P(ReductionOnDevice, BatchedOverflowChecksEqualTheHostCheck) {
+  torch::manual_seed(4);
+  const at::Tensor specials = with_specials();
+  const at::Tensor half = (torch::rand({256}) * 70000).to(torch::kHalf);
+  const at::Tensor edge = torch::tensor({65504.0f, 65503.9f, -65504.5f, 1.0f});  // float16's largest and past it
+  ReductionBatcher batcher(Reduction::Overflow);
+  const std::vector<StagedTensor> first = batcher.stage({there(specials), there(half)});
+  const StagedTensor second = batcher.stage({there(edge)}).front();
+  for (const auto& [t, place, dtype] :
+       {std::make_tuple(specials, first[0], DType::Float32), std::make_tuple(half, first[1], DType::Float16),
+        std::make_tuple(edge, second, DType::Float32)}) {
+    const OverflowCheck host = check_overflow(view_of(t, dtype));
+    const OverflowCheck batched = place.batch->overflow(place.member);
+    EXPECT_EQ(batched.nan_or_inf, host.nan_or_inf) << c10::toString(t.scalar_type());
+    EXPECT_EQ(batched.beyond_fp16, host.beyond_fp16) << c10::toString(t.scalar_type());
+  }
+  EXPECT_EQ(second.batch->overflow(second.member).beyond_fp16, 1u);
 }
 
 TEST_P(ReductionOnDevice, OverflowChecksEqualTheHostCheckPerTensor) {
