@@ -47,7 +47,7 @@ class Observer final : public RuntimeListener {
   void on_activity(bool dumping) override {
     if (!dumping) {
       begin_draining();
-      scenes_.iteration_end(runtime_.dump_sink().get());
+      scenes_.iteration_end();
       scenes_.paused();
     }
     if (dumping)
@@ -73,7 +73,7 @@ class Observer final : public RuntimeListener {
 
   void on_dump_ending(DumpSink& dumper) override {
     finish_lazy_stats();
-    scenes_.iteration_end(&dumper);
+    scenes_.iteration_end();
     scenes_.dump_ending();
   }
 
@@ -87,7 +87,7 @@ class Observer final : public RuntimeListener {
       if (draining_.load()) finish_lazy_stats();
       else begin_draining();
     }
-    scenes_.iteration_end(dumper.get());
+    scenes_.iteration_end();
     ids_.prune();
     std::lock_guard<std::mutex> lock(forward_mutex_);
     forward_ops_.clear();

@@ -123,6 +123,7 @@ class LazyCheck final : public LazyWork {
 
 // An op whose outputs live on a device and whose checks are still on their way back.
 struct PendingCheck {
+  std::shared_ptr<DumpSink> dumper;  // the dump it belongs to: reported there even once that dump stops being current
   OpRecord record;
   std::vector<at::Tensor> inputs, outputs;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked;
@@ -151,14 +152,16 @@ class OverflowScene {
     for (const at::Tensor& t : outputs) bytes += checked_bytes(t);
     dumper->count_overflow_check(bytes, /*bounded=*/false);
     auto flags = std::make_shared<DeviceReduction>(Reduction::Overflow, outputs);
-    PendingCheck p{record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)};
+    PendingCheck p{dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)};
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.push_back(std::move(p));
   }
 
   // Device checks that are back are reported; with `wait`, all of them (an op is about to
   // write a tensor a pending check holds, or the iteration ends).
-  void resolve(DumpSink* dumper, bool wait) {
+  // (finalize_dump ends the iteration after the dump stopped being current: what was still on its
+  // way back is reported to the dump it belongs to, not dropped.)
+  void resolve(bool wait) {
     for (;;) {
       PendingCheck p;
       {
@@ -168,14 +171,14 @@ class OverflowScene {
         p = std::move(pending_.front());
         pending_.pop_front();
       }
-      if (!dumper) continue;
+      DumpSink& dumper = *p.dumper;
       std::vector<OverflowCheck> checks;
       bool fired = false;
       for (size_t i = 0; i < p.outputs.size(); ++i) {
         checks.push_back(p.flags->overflow(i));
-        fired |= checks.back().fired(dumper->settings().check_fp16_range);
+        fired |= checks.back().fired(dumper.settings().check_fp16_range);
       }
-      if (fired) report_overflow(*dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
+      if (fired) report_overflow(dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
     }
   }
 
@@ -299,7 +302,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
   std::optional<QuietAten> quiet;
   if (state_->overflow.waiting()) {
     quiet.emplace();
-    state_->overflow.resolve(&dumper, /*wait=*/!written.empty() && state_->overflow.holds(written));
+    state_->overflow.resolve(/*wait=*/!written.empty() && state_->overflow.holds(written));
   }
   const char* op_type = std::strstr(fn.name(), "::") + 2;
   if (dumper.overflow_ignored(op_type)) return;
@@ -359,9 +362,9 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSi
   }
 }
 
-void DebugScenes::iteration_end(DumpSink* dumper) {
+void DebugScenes::iteration_end() {
   at::RecordFunctionGuard no_record(false);
-  state_->overflow.resolve(dumper, /*wait=*/true);
+  state_->overflow.resolve(/*wait=*/true);
   state_->overflow.release_done(/*all=*/false);
   state_->known.drop_dead();
 }

@@ -52,8 +52,9 @@ class DebugScenes {
   void filled(const at::RecordFunction& fn);
   // Dumping paused: tensors may now change unobserved; what is known of them is dropped.
   void paused();
-  // The end of an iteration (or of dumping): pending device checks are resolved, watches dropped.
-  void iteration_end(DumpSink* dumper);
+  // The end of an iteration (or of dumping): pending device checks are reported (to the dump each
+  // belongs to), watches dropped.
+  void iteration_end();
   // The dump is about to close: every host check is done and let go (they hold the Dumper).
   void dump_ending();
 
