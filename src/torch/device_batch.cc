@@ -162,6 +162,17 @@ void ReductionBatch::reduce() {
   groups_.clear();  // the staging memory goes back to the allocator, after the reduction in stream order
 }
 
+bool ReductionBatch::sealed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sealed_;
+}
+
+bool ReductionBatch::ready() {
+  if (arrived_.load(std::memory_order_acquire)) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !error_.empty() || (results_ && results_->ready());
+}
+
 void ReductionBatch::values(size_t member, double* out) {
   if (!arrived_.load(std::memory_order_acquire)) {
     reduce();

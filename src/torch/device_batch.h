@@ -26,6 +26,8 @@ class ReductionBatch {
   ReductionBatch(Reduction what, c10::Stream stream) : what_(what), stream_(stream) {}
   // Seals the batch (it takes no more tensors) and launches its reduction, once; from any thread.
   void reduce();
+  bool ready();   // reduced and its results back in host memory
+  bool sealed();  // it takes no more tensors
   // Each waits for the batch's results (reducing it first if nobody has).
   TensorStats statistics(size_t member);
   OverflowCheck overflow(size_t member);

@@ -20,6 +20,7 @@
 
 #include "capture.h"
 #include "scene_capture.h"
+#include "device_batch.h"
 #include "device_reduce.h"
 #include "kernel_args.h"
 #include "host_stats.h"
@@ -121,13 +122,55 @@ class LazyCheck final : public LazyWork {
   BoundedOp bounded_;
 };
 
+// The overflow checks of a device op's outputs: staged into the scene's batch where small enough
+// (device_batch.h), the others reduced on their own.
+class OutputChecks {
+ public:
+  OutputChecks(ReductionBatcher& batcher, const std::vector<at::Tensor>& outputs) : staged_(outputs.size()) {
+    std::vector<at::Tensor> small, rest(outputs.size());
+    std::vector<size_t> slots;
+    bool any_rest = false;
+    std::optional<at::Device> device;  // the batch's: staged tensors share one device
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (batcher.batched(outputs[i]) && (!device || outputs[i].device() == *device)) {
+        device = outputs[i].device();
+        small.push_back(outputs[i]);
+        slots.push_back(i);
+      } else if (can_overflow(outputs[i])) {
+        rest[i] = outputs[i];
+        any_rest = true;
+      }
+    }
+    if (!small.empty()) {
+      std::vector<StagedTensor> staged = batcher.stage(small);
+      for (size_t k = 0; k < slots.size(); ++k) staged_[slots[k]] = std::move(staged[k]);
+      // A full batch is reduced now: its checks come back while training goes on.
+      if (staged_[slots.front()]->batch->sealed()) staged_[slots.front()]->batch->reduce();
+    }
+    if (any_rest) rest_ = std::make_shared<DeviceReduction>(Reduction::Overflow, rest);
+  }
+  bool ready() const {
+    for (const auto& s : staged_)
+      if (s && !s->batch->ready()) return false;
+    return !rest_ || rest_->ready();
+  }
+  OverflowCheck check(size_t i) const {  // waits for it (reducing its batch if nobody has)
+    if (staged_[i]) return staged_[i]->batch->overflow(staged_[i]->member);
+    return rest_ ? rest_->overflow(i) : OverflowCheck{};
+  }
+
+ private:
+  std::vector<std::optional<StagedTensor>> staged_;
+  std::shared_ptr<DeviceReduction> rest_;  // outputs too large to batch; undefined where staged or clean
+};
+
 // An op whose outputs live on a device and whose checks are still on their way back.
 struct PendingCheck {
   std::shared_ptr<DumpSink> dumper;  // the dump it belongs to: reported there even once that dump stops being current
   OpRecord record;
   std::vector<at::Tensor> inputs, outputs;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked;
-  std::shared_ptr<DeviceReduction> flags;  // one overflow check per output
+  std::shared_ptr<OutputChecks> flags;  // one overflow check per output
 };
 
 class OverflowScene {
@@ -135,9 +178,10 @@ class OverflowScene {
   OverflowScene(PendingWork& barrier, KnownChecks& known) : barrier_(barrier), known_(known) {}
   void check(const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
              std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded) {
-    const at::Tensor* on_device = nullptr;  // the first output on a device, if any
-    for (const at::Tensor& t : outputs)
-      if (!on_device && t.defined() && !t.device().is_cpu()) on_device = &t;
+    // Outputs on a device are checked there; with stat_calc_mode "device" host outputs too (by the
+    // same ATen reductions, not the host kernels).
+    bool on_device = dumper->settings().statistics_on_device;
+    for (const at::Tensor& t : outputs) on_device |= t.defined() && !t.device().is_cpu();
     if (!on_device) {
       auto work = std::make_shared<LazyCheck>(barrier_, known_, dumper, record, std::move(inputs), std::move(outputs),
                                               std::move(prechecked), std::move(bounded));
@@ -151,14 +195,13 @@ class OverflowScene {
     uint64_t bytes = 0;
     for (const at::Tensor& t : outputs) bytes += checked_bytes(t);
     dumper->count_overflow_check(bytes, /*bounded=*/false);
-    auto flags = std::make_shared<DeviceReduction>(Reduction::Overflow, outputs);
-    PendingCheck p{dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)};
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_.push_back(std::move(p));
+    auto flags = std::make_shared<OutputChecks>(batcher_, outputs);
+    pending_.push_back(
+        PendingCheck{dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)});
   }
 
-  // Device checks that are back are reported; with `wait`, all of them (an op is about to
-  // write a tensor a pending check holds, or the iteration ends).
+  // Device checks that are back are reported; with `wait`, all of them (the iteration ends).
   // (finalize_dump ends the iteration after the dump stopped being current: what was still on its
   // way back is reported to the dump it belongs to, not dropped.)
   void resolve(bool wait) {
@@ -175,7 +218,7 @@ class OverflowScene {
       std::vector<OverflowCheck> checks;
       bool fired = false;
       for (size_t i = 0; i < p.outputs.size(); ++i) {
-        checks.push_back(p.flags->overflow(i));
+        checks.push_back(p.flags->check(i));
         fired |= checks.back().fired(dumper.settings().check_fp16_range);
       }
       if (fired) report_overflow(dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
@@ -196,20 +239,23 @@ class OverflowScene {
     return !pending_.empty();
   }
 
-  bool holds(const std::vector<const c10::TensorImpl*>& written) {
+  // An op is about to write tensors that pending checks hold, to dump them if a check fires:
+  // those keep a copy of what they hold (an asynchronous copy on the device, where waiting for
+  // the checks would stall the training until the device caught up).
+  void keep_before_write(const std::vector<const c10::TensorImpl*>& written) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const PendingCheck& p : pending_)
-      for (const auto* list : {&p.inputs, &p.outputs})
-        for (const at::Tensor& t : *list)
-          for (const c10::TensorImpl* w : written)
-            if (t.defined() && t.unsafeGetTensorImpl() == w) return true;
-    return false;
+    for (PendingCheck& p : pending_)
+      for (auto* list : {&p.inputs, &p.outputs})
+        for (at::Tensor& t : *list)
+          if (t.defined() && std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) != written.end())
+            t = t.clone();
   }
 
  private:
   PendingWork& barrier_;
   KnownChecks& known_;
   std::mutex mutex_;
+  ReductionBatcher batcher_{Reduction::Overflow};  // device outputs, staged per op
   std::deque<PendingCheck> pending_;
   std::deque<std::shared_ptr<LazyCheck>> host_;  // owned here until done
 };
@@ -302,7 +348,8 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
   std::optional<QuietAten> quiet;
   if (state_->overflow.waiting()) {
     quiet.emplace();
-    state_->overflow.resolve(/*wait=*/!written.empty() && state_->overflow.holds(written));
+    state_->overflow.resolve(/*wait=*/false);
+    if (!written.empty()) state_->overflow.keep_before_write(written);
   }
   const char* op_type = std::strstr(fn.name(), "::") + 2;
   if (dumper.overflow_ignored(op_type)) return;

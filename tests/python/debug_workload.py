@@ -33,6 +33,7 @@ class PlantedOverflow(nn.Module):
             e = torch.exp((h * h) * 2e-4)     # h * h reaches 1e6: beyond float16
         else:
             e = torch.exp(h * 200.0)          # the planted overflow: exp(200) > float32 max
+        self.last_exp = e
         return self.head(e - e.mean())        # inherits Inf/NaN
 
 
@@ -71,6 +72,8 @@ def main():
     p.add_argument("--result", required=True)
     p.add_argument("--device", default="cpu")
     p.add_argument("--fp16-plant", action="store_true", help="square values so that a mul leaves float16's range first")
+    p.add_argument("--clamp-after", action="store_true",
+                   help="after backward, clamp exp's output in place: its dump must still show what exp wrote")
     args = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -90,6 +93,9 @@ def main():
             opdump.set_dump(args.config)
             model = opdump.register_model(model, "net").module
             model(x).sum().backward()
+            if args.clamp_after:
+                with torch.no_grad():
+                    model.last_exp.clamp_(max=1.0)
             out["root"] = opdump.dump_root()
             out["report"] = opdump.finalize_dump()
 

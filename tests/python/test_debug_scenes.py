@@ -74,14 +74,25 @@ def test_overflow_dump_names_the_planted_op_first(scene, tmp_path):
     assert any(e["op_name"].startswith("Gradients/") for e in summary["ops"])
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_overflow_on_cuda_is_checked_on_the_device(scene, tmp_path):
-    cfg = {"dump": {"dump_path": str(tmp_path / "d"), "dump_debug": "on"}}
-    out, err = scene("overflow", cfg, extra=["--device", "cuda"])
+# The checks made by ATen reductions, batched across ops (device_batch.h): on a GPU, and on the CPU
+# with stat_calc_mode "device". exp's output is clamped in place after backward, while its check
+# may still be pending: the dump shows what exp wrote, not what the clamp left.
+@pytest.mark.parametrize("where", ["cpu-aten", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_overflow_checked_by_device_reductions(scene, tmp_path, where):
+    cfg = ms_config(tmp_path / "d", common={"op_debug_mode": 3},
+                    e2e={"stat_calc_mode": "device"} if where == "cpu-aten" else {})
+    out, err = scene("overflow", cfg, extra=["--device", "cuda" if where == "cuda" else "cpu", "--clamp-after"])
     summary = json.load(open(os.path.join(out["root"], "overflow_summary.json")))
     assert summary["root_cause"]["op_type"] == "exp" and summary["root_cause"]["inputs_finite"] is True
+    assert "overflow root cause: Default/net-PlantedOverflow/exp-op" in err
     exp_out = files(out["root"], "exp.*.output.0.*.npy")
     assert len(exp_out) == 1 and np.isinf(np.load(exp_out[0])).any()
+    # the ops after exp inherit its Inf, forward and backward; tanh and fc stay clean
+    names = [os.path.basename(p) for p in files(out["root"], "*.npy")]
+    assert not any(n.startswith("tanh.") for n in names)
+    assert any(e["op_name"].startswith("Gradients/") for e in summary["ops"])
+    assert out["report"]["overflow_checks"] > 0 and out["report"]["overflow_bounded"] == 0
 
 
 def test_overflow_number_caps_what_is_dumped_not_the_root_cause(scene, tmp_path):

@@ -132,12 +132,16 @@ TEST_P(ReductionOnDevice, BatchesAreSealedBySizeAndHeldOnlyByTheirUsers) {
   EXPECT_FALSE(ReductionBatcher(Reduction::Overflow).batched(there(torch::ones({4}, torch::kInt64))))
       << "integers cannot overflow";
   const StagedTensor a = batcher.stage({there(torch::ones({5}))}).front();
+  EXPECT_FALSE(a.batch->sealed());
+  EXPECT_FALSE(a.batch->ready()) << "nobody reduced it yet";
   const StagedTensor b = batcher.stage({largest}).front();
   EXPECT_EQ(a.batch, b.batch);
+  EXPECT_TRUE(b.batch->sealed());
   const StagedTensor c = batcher.stage({there(torch::ones({5}))}).front();
   EXPECT_NE(c.batch, b.batch) << "a batch past kSealElements takes no more";
   EXPECT_EQ(b.batch->statistics(b.member).sum, double(ReductionBatcher::kMaxElements));
   EXPECT_EQ(a.batch->statistics(a.member).positive, 5u);
+  EXPECT_TRUE(a.batch->ready());
   // Once reduced, a batch takes no more either: the next op opens a new one.
   c.batch->reduce();
   std::optional<StagedTensor> d = batcher.stage({there(torch::full({3}, -2.0))}).front();
