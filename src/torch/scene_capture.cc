@@ -244,11 +244,17 @@ class OverflowScene {
   // the checks would stall the training until the device caught up).
   void keep_before_write(const std::vector<const c10::TensorImpl*>& written) {
     std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<const c10::TensorImpl*, at::Tensor>> copies;  // one per tensor, however many hold it
     for (PendingCheck& p : pending_)
       for (auto* list : {&p.inputs, &p.outputs})
-        for (at::Tensor& t : *list)
-          if (t.defined() && std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) != written.end())
-            t = t.clone();
+        for (at::Tensor& t : *list) {
+          if (!t.defined() || std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end())
+            continue;
+          const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+          auto copy = std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == impl; });
+          if (copy == copies.end()) copy = copies.insert(copies.end(), {impl, t.clone()});
+          t = copy->second;
+        }
   }
 
  private:
