@@ -125,7 +125,7 @@ at::Tensor ReductionBatch::reduce_group(const Group& g) const {
   if (what_ == Reduction::Overflow) {
     const at::Tensor a = x.abs();
     const at::Tensor finite = a.le(x.scalar_type() == at::kDouble ? DBL_MAX : FLT_MAX);  // NaN compares false
-    const double limit = g.type == at::kHalf ? 65503.5 : 65504.0;
+    const double limit = float16_limit(g.type);
     return reduce({finite.logical_not().to(at::kFloat), a.gt(limit).logical_and(finite).to(at::kFloat)}, "sum")
         .to(at::kDouble);
   }

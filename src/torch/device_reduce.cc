@@ -41,12 +41,14 @@ at::Tensor overflow_parts(const at::Tensor& t, const at::Device& device) {
   if (!can_overflow(t)) return at::zeros({2}, at::TensorOptions().dtype(at::kDouble).device(device));
   at::Tensor x = t.is_complex() ? at::view_as_real(t) : t;
   at::Tensor finite = x.isfinite();
-  const double limit = x.scalar_type() == at::kHalf ? 65503.5 : 65504.0;
+  const double limit = float16_limit(x.scalar_type());
   return at::stack({finite.logical_not().sum(at::kDouble), x.abs().gt(limit).logical_and(finite).sum(at::kDouble)})
       .to(device);
 }
 
 }  // namespace
+
+double float16_limit(at::ScalarType type) { return type == at::kHalf ? 65503.5 : 65504.0; }
 
 size_t reduction_size(Reduction r) { return r == Reduction::Statistics ? 11 : 2; }
 

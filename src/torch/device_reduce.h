@@ -21,6 +21,9 @@ enum class Reduction {
   Overflow,    // 2 doubles: NaN/Inf count, finite values beyond float16's range
 };
 size_t reduction_size(Reduction r);
+// The |x| above which a finite value of dtype `type` counts as beyond float16's range, as the host
+// check counts it (one constant for the per-tensor and the batched reductions).
+double float16_limit(at::ScalarType type);
 // Floating or complex, strided: what NaN/Inf can be in.
 bool can_overflow(const at::Tensor& t);
 
