@@ -36,15 +36,22 @@ void ExecutionLog::record(const OpRecord& op, const std::vector<uint64_t>& input
                           const std::vector<uint64_t>& output_ids, const std::string& source,
                           const std::vector<std::pair<uint64_t, std::string>>& named) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [id, name] : named) tensor_names_ += std::to_string(id) + "," + csv_escape(name) + "\n";
+  for (const auto& [id, name] : named) {
+    fmt::format_to(std::back_inserter(tensor_names_), "{},", id);
+    append_csv_cell(tensor_names_, name);
+    tensor_names_ += '\n';
+  }
   if (op.iteration != iteration_) {
     flush_locked();
     iteration_ = op.iteration;
   }
   // Appended in place: a row of temporaries is a dozen allocations per op on the training thread.
   std::string& rows = rows_[op.model_id];
-  fmt::format_to(std::back_inserter(rows), "{},{},{},{},{},", op.iteration, op.id.task_id, csv_escape(op.id.op_type),
-                 csv_escape(op.id.op_name), csv_escape(op.model_name));
+  fmt::format_to(std::back_inserter(rows), "{},{},", op.iteration, op.id.task_id);
+  for (const std::string* cell : {&op.id.op_type, &op.id.op_name, &op.model_name}) {
+    append_csv_cell(rows, *cell);
+    rows += ',';
+  }
   append_ids(rows, input_ids);
   rows += ',';
   append_ids(rows, output_ids);

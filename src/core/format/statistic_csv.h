@@ -34,6 +34,8 @@ std::string statistic_csv_header(const std::vector<StatCategory>& categories);
 std::string statistic_csv_row(const StatisticRow& row, const std::vector<StatCategory>& categories);
 // The same with the category cells given (statistics recorded by another tool; "" when unknown).
 std::string statistic_csv_row(const StatisticRow& row, const std::vector<std::string>& cells);
+// statistic_csv_row(row, categories) appended to `out` (a batch of rows in one string).
+void append_statistic_csv_row(std::string& out, const StatisticRow& row, const std::vector<StatCategory>& categories);
 
 // Appends rows to {dir}/statistic.csv files; one instance serves every folder of a dump.
 class StatisticCsvWriter {

@@ -13,14 +13,23 @@
 
 namespace opdump {
 
-std::string csv_escape(const std::string& cell) {
-  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
-  std::string out = "\"";
+void append_csv_cell(std::string& out, std::string_view cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out += cell;
+    return;
+  }
+  out += '"';
   for (char c : cell) {
     if (c == '"') out += '"';
     out += c;
   }
-  return out + "\"";
+  out += '"';
+}
+
+std::string csv_escape(const std::string& cell) {
+  std::string out;
+  append_csv_cell(out, cell);
+  return out;
 }
 
 std::string csv_text_cell(const std::string& cell) {

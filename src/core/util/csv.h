@@ -1,6 +1,7 @@
 // CSV as opdump's readers take it (statistic.csv, execution order, mapping.csv, compare results).
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace opdump {
@@ -17,6 +18,8 @@ struct CsvTable {
 CsvTable read_csv(const std::string& path);
 CsvTable parse_csv(const std::string& text, const std::string& name);
 std::string csv_escape(const std::string& cell);
+// csv_escape(cell) appended to `out` (rows built in place, without a string per cell).
+void append_csv_cell(std::string& out, std::string_view cell);
 // A text cell of a report users open in a spreadsheet: one starting with =, +, -, @, tab or
 // carriage return is prefixed with ' so that it is not taken for a formula (as OWASP advises).
 std::string csv_text_cell(const std::string& cell);
