@@ -178,6 +178,7 @@ void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, S
                      const std::vector<bool>* out_buffers) {
   std::optional<QuietAten> quiet;  // made before the first ATen call
   std::vector<ToStage> to_stage;
+  out.reserve(out.size() + tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
       out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));

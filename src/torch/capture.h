@@ -29,6 +29,7 @@ std::shared_ptr<Buffer> host_copy(const at::Tensor& t, DumpSink* dump = nullptr)
 template <typename Values>
 std::vector<at::Tensor> tensors_of(const Values& values) {
   std::vector<at::Tensor> out;
+  out.reserve(values.size());  // one allocation: most arguments are single tensors
   for (const c10::IValue& v : values) {
     if (v.isTensor()) {
       out.push_back(v.toTensor());

@@ -105,7 +105,7 @@ PendingWork::~PendingWork() {
 
 bool PendingWork::in_forked_child() { return opdump::in_forked_child(); }
 
-void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work) {
+void PendingWork::add(const c10::StorageImpl* const* storages, size_t count, const std::shared_ptr<LazyWork>& work) {
   if (in_forked_child() || runs_inline()) {
     work->run();
     return;
@@ -115,8 +115,8 @@ void PendingWork::add(const std::vector<const c10::StorageImpl*>& storages, cons
   undone_.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const c10::StorageImpl* storage : storages)
-      if (storage) by_storage_[storage].push_back(work);
+    for (size_t i = 0; i < count; ++i)
+      if (storages[i]) by_storage_.emplace(storages[i], work);
     if (work->in_order()) {
       while (!in_order_.empty() && finished(in_order_.front()))
         in_order_.pop_front();
@@ -170,27 +170,26 @@ void PendingWork::worker_loop() {
 }
 
 void PendingWork::prune() {
-  for (auto it = by_storage_.begin(); it != by_storage_.end();) {
-    auto& list = it->second;
-    list.erase(std::remove_if(list.begin(), list.end(), finished), list.end());
-    it = list.empty() ? by_storage_.erase(it) : std::next(it);
-  }
+  for (auto it = by_storage_.begin(); it != by_storage_.end();)
+    it = finished(it->second) ? by_storage_.erase(it) : std::next(it);
   in_order_.erase(std::remove_if(in_order_.begin(), in_order_.end(), finished), in_order_.end());
   adds_since_prune_ = 0;
 }
 
 void PendingWork::force(const c10::StorageImpl* storage) {
   if (!storage || empty()) return;  // (always empty in a forked child)
-  std::vector<std::weak_ptr<LazyWork>> list;
+  std::vector<std::shared_ptr<LazyWork>> list;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = by_storage_.find(storage);
-    if (it == by_storage_.end()) return;
-    list.swap(it->second);
-    by_storage_.erase(it);
+    const auto [first, last] = by_storage_.equal_range(storage);
+    if (first == last) return;
+    for (auto it = first; it != last; ++it)
+      if (auto s = it->second.lock()) list.push_back(std::move(s));
+    by_storage_.erase(first, last);
   }
-  for (auto& w : list)
-    if (auto s = w.lock()) s->run();
+  // In the order the work came (a multimap keeps no order among one storage's entries).
+  std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a->added_ < b->added_; });
+  for (auto& s : list) s->run();
 }
 
 void PendingWork::run_earlier(const LazyWork& work) {
@@ -210,7 +209,7 @@ void PendingWork::run_earlier(const LazyWork& work) {
 
 void PendingWork::force_all() {
   if (in_forked_child()) return;
-  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> all;
+  std::unordered_multimap<const c10::StorageImpl*, std::weak_ptr<LazyWork>> all;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     all.swap(by_storage_);
@@ -218,9 +217,8 @@ void PendingWork::force_all() {
   }
   // In the order the work came (overflow checks report the first overflowing ops first), once each.
   std::vector<std::shared_ptr<LazyWork>> works;
-  for (auto& [storage, list] : all)
-    for (auto& w : list)
-      if (auto s = w.lock(); s && !s->done()) works.push_back(std::move(s));
+  for (auto& [storage, w] : all)
+    if (auto s = w.lock(); s && !s->done()) works.push_back(std::move(s));
   std::sort(works.begin(), works.end(), [](const auto& a, const auto& b) { return a->added_ < b->added_; });
   works.erase(std::unique(works.begin(), works.end()), works.end());
   for (auto& s : works) s->run();
@@ -292,7 +290,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   const c10::StorageImpl* storage = storage_of(c);
   auto stats = std::make_shared<LazyStats>(barrier, std::move(c), dtype, options);
   if (now || !tracked) stats->get();
-  else barrier.add({storage}, stats);
+  else barrier.add(storage, stats);
   if (tracked) remember(t, version, data, fp, stats);
   return stats;
 }

@@ -107,7 +107,10 @@ class PendingWork {
   PendingWork& operator=(const PendingWork&) = delete;
   // Queues `work` for the background thread, or does it now on this thread (host_work: inline,
   // or auto with every core taken by the framework's intra-op threads).
-  void add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work);
+  void add(const std::vector<const c10::StorageImpl*>& storages, const std::shared_ptr<LazyWork>& work) {
+    add(storages.data(), storages.size(), work);
+  }
+  void add(const c10::StorageImpl* storage, const std::shared_ptr<LazyWork>& work) { add(&storage, 1, work); }
   // Decided once, when dumping starts, on the thread that starts it: ops on other threads (the
   // autograd engine's) may see another intra-op thread count, and a dump whose work were partly
   // inline and partly queued would report overflows out of order.
@@ -135,10 +138,12 @@ class PendingWork {
 
  private:
   friend class LazyWork;
+  void add(const c10::StorageImpl* const* storages, size_t count, const std::shared_ptr<LazyWork>& work);
   void prune();  // drops entries already done
 
   std::mutex mutex_;
-  std::unordered_map<const c10::StorageImpl*, std::vector<std::weak_ptr<LazyWork>>> by_storage_;
+  // One node per (storage, work), not a node and a vector per storage: an allocation less per tensor.
+  std::unordered_multimap<const c10::StorageImpl*, std::weak_ptr<LazyWork>> by_storage_;
   std::atomic<size_t> undone_{0};
   std::atomic<uint64_t> added_{0};
   std::deque<std::weak_ptr<LazyWork>> in_order_;  // in-order work in the order it came (under mutex_)

@@ -252,7 +252,8 @@ class Observer final : public RuntimeListener {
     // Every op of the level is in the execution order, dumped or not.
     ctx->report.identify(op_type, ctx->name, model, model_id);
     ctx->executed = true;
-    ids_.ids(fn.inputs(), ctx->input_ids, &ctx->named);
+    const std::vector<at::Tensor> inputs = tensors_of(fn.inputs());
+    ids_.ids(inputs, ctx->input_ids, &ctx->named);
     const OpPlan plan = ctx->report.decide();
     if (plan.scene) {
       ctx->in_scene = true;
@@ -270,7 +271,7 @@ class Observer final : public RuntimeListener {
       std::vector<bool> out_buffers;
       if (!ts.written_args.of(fn).out.empty()) out_buffers = ts.written_args.out_buffer_slots(fn);
       Busy busy(ts);
-      capture_tensors(tensors_of(fn.inputs()), *dumper, ts.cache, ts.device_stats, barrier_, ctx->inputs,
+      capture_tensors(inputs, *dumper, ts.cache, ts.device_stats, barrier_, ctx->inputs,
                       ctx->report.stream_id(), &ctx->written_storages, &out_buffers);
     }
     if (plan.kernel_args) ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
@@ -312,17 +313,18 @@ class Observer final : public RuntimeListener {
     OpReport& report = ctx->report;
     DumpSink& dumper = report.dumper();
     if (dumper.settings().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
+    const std::vector<at::Tensor> results = tensors_of(fn.outputs());
     std::vector<uint64_t> output_ids;
-    ids_.ids(fn.outputs(), output_ids, &ctx->named);
+    ids_.ids(results, output_ids, &ctx->named);
     std::string source;
     if (dumper.wants_source(report.record().model_id)) {
       Busy busy(ts);
       source = runtime_.python_location();
     }
     report.record_execution(std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
-    if (!report.record().arguments.empty()) report.add_output_layouts(tensor_layouts_json(tensors_of(fn.outputs())));
+    if (!report.record().arguments.empty()) report.add_output_layouts(tensor_layouts_json(results));
     if (ctx->in_scene) {
-      for (const at::Tensor& t : tensors_of(fn.outputs()))
+      for (const at::Tensor& t : results)
         *report.stream_id() = std::max(*report.stream_id(), stream_of(t));
       Busy busy(ts);
       scenes_.end(fn, report.shared_dumper(), report.record(), ctx->scene);
@@ -331,7 +333,7 @@ class Observer final : public RuntimeListener {
     std::vector<DumpTensor> outputs;
     if (ctx->dump_outputs) {
       Busy busy(ts);
-      capture_tensors(tensors_of(fn.outputs()), dumper, ts.cache, ts.device_stats, barrier_, outputs,
+      capture_tensors(results, dumper, ts.cache, ts.device_stats, barrier_, outputs,
                       report.stream_id());
     }
     report.dump(ctx->inputs, outputs);

@@ -26,6 +26,18 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   return &it->second;
 }
 
+void TensorIds::ids(const std::vector<at::Tensor>& tensors, std::vector<uint64_t>& out,
+                    std::vector<std::pair<uint64_t, std::string>>* named) {
+  out.reserve(out.size() + tensors.size());
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const at::Tensor& t : tensors) {
+    bool fresh = false;
+    Entry* e = entry_locked(t, &fresh);
+    out.push_back(e ? e->id : kNone);
+    if (fresh && named) name_of(t, e->id, *named);
+  }
+}
+
 void TensorIds::name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const {
   std::string name = runtime_.tensor_name(reinterpret_cast<uint64_t>(t.storage().data()));
   if (!name.empty()) named.emplace_back(id, std::move(name));

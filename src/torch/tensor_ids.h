@@ -7,10 +7,10 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "capture.h"
 #include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
@@ -20,21 +20,11 @@ class TensorIds {
   explicit TensorIds(const RuntimeInterface& runtime) : runtime_(runtime) {}
   static constexpr uint64_t kNone = 0;  // an undefined tensor, or one without storage
 
-  // The id of each tensor of an op's arguments or results, in dump slot order. `named` gets
-  // (id, name) of tensors seen for the first time that have a name (parameters and buffers of
-  // registered models, Runtime::tensor_name).
-  template <typename Values>
-  void ids(const Values& values, std::vector<uint64_t>& out,
-           std::vector<std::pair<uint64_t, std::string>>* named = nullptr) {
-    const std::vector<at::Tensor> tensors = tensors_of(values);
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const at::Tensor& t : tensors) {
-      bool fresh = false;
-      Entry* e = entry_locked(t, &fresh);
-      out.push_back(e ? e->id : kNone);
-      if (fresh && named) name_of(t, e->id, *named);
-    }
-  }
+  // The id of each of an op's tensors (tensors_of its arguments or results, in dump slot order).
+  // `named` gets (id, name) of tensors seen for the first time that have a name (parameters and
+  // buffers of registered models, Runtime::tensor_name).
+  void ids(const std::vector<at::Tensor>& tensors, std::vector<uint64_t>& out,
+           std::vector<std::pair<uint64_t, std::string>>* named = nullptr);
   // `to` holds a copy of `from` made by an op the dump skips (a cast, contiguous, clone): it
   // takes `from`'s id, so that data flow runs through the copy. Partial copies are ignored.
   void alias(const at::Tensor& from, const at::Tensor& to);

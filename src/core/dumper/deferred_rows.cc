@@ -1,6 +1,7 @@
 // Batched statistics rows (deferred_rows.h).
 #include "dumper/deferred_rows.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace opdump {
@@ -15,9 +16,24 @@ constexpr size_t kBatch = 256;
 DeferredRows::DeferredRows(AsyncWriter& writer, StatisticCsvWriter& csv, std::atomic<uint64_t>& rows_written)
     : writer_(writer), csv_(csv), rows_written_(rows_written) {}
 
+DeferredRows::Row::Row(std::shared_ptr<const Origin> o, IoKind i, uint32_t s, const DumpTensor& tensor)
+    : origin(std::move(o)),
+      io(i),
+      slot(s),
+      dtype(tensor.view.dtype),
+      ndim(static_cast<uint32_t>(tensor.view.shape.size())),
+      owner(tensor.owner),
+      deferred_stats(tensor.deferred_stats),
+      pending_bytes(tensor.pending_bytes) {
+  if (ndim <= kInlineDims) std::copy(tensor.view.shape.begin(), tensor.view.shape.end(), dims);
+  else more_dims = tensor.view.shape;
+}
+
+Shape DeferredRows::Row::shape() const { return ndim <= kInlineDims ? Shape(dims, dims + ndim) : more_dims; }
+
 bool DeferredRows::add(std::shared_ptr<const Origin> origin, IoKind io, uint32_t slot, const DumpTensor& tensor) {
   std::lock_guard<std::mutex> lock(mutex_);
-  pending_.push_back(Row{std::move(origin), io, slot, tensor});
+  pending_.emplace_back(std::move(origin), io, slot, tensor);
   return pending_.size() >= kBatch;
 }
 
@@ -32,7 +48,7 @@ void DeferredRows::flush() {
     pending_.reserve(kBatch);
   }
   uint64_t bytes = 0;
-  for (const auto& r : *batch) bytes += 64 + r.tensor.pending_bytes;
+  for (const auto& r : *batch) bytes += 64 + r.pending_bytes;
   writer_.run(bytes, [this, batch]() mutable {
     // Rows of one folder go out in one write(), in the order they were dumped.
     const std::string* folder = nullptr;
@@ -48,9 +64,9 @@ void DeferredRows::flush() {
         append();
         folder = &r.origin->folder;
       }
-      if (r.tensor.owner) r.tensor.owner->wait_ready();
-      rows.push_back(statistic_row(r.origin->op, r.io, r.slot, r.tensor.view));
-      rows.back().stats = r.tensor.deferred_stats->get();
+      if (r.owner) r.owner->wait_ready();
+      rows.push_back(statistic_row(r.origin->op, r.io, r.slot, TensorView{nullptr, r.dtype, r.shape()}));
+      rows.back().stats = r.deferred_stats->get();
     }
     append();
     std::lock_guard<std::mutex> lock(mutex_);

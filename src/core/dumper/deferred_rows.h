@@ -37,11 +37,22 @@ class DeferredRows {
   void release_written();
 
  private:
+  // What a row needs of its tensor, with the shape held inline up to kInlineDims dimensions: a
+  // row is made on the training thread, and a copied Shape was an allocation per row there.
   struct Row {
+    static constexpr size_t kInlineDims = 8;
+    Row(std::shared_ptr<const Origin> origin, IoKind io, uint32_t slot, const DumpTensor& tensor);
+    Shape shape() const;
     std::shared_ptr<const Origin> origin;
     IoKind io;
     uint32_t slot;
-    DumpTensor tensor;
+    DType dtype;
+    uint32_t ndim;
+    int64_t dims[kInlineDims];
+    Shape more_dims;  // the whole shape when it has more than kInlineDims dimensions
+    std::shared_ptr<const Buffer> owner;
+    std::shared_ptr<DeferredStats> deferred_stats;
+    uint64_t pending_bytes;
   };
   AsyncWriter& writer_;
   StatisticCsvWriter& csv_;

@@ -247,8 +247,9 @@ void Dumper::dump_to(const OpRecord& op, const std::string& folder, const std::v
     dump_tensor_files(op, folder, IoKind::Output, outs);
   }
   if (config_.dumps_statistics()) {
-    dump_statistics(op, folder, IoKind::Input, ins);
-    dump_statistics(op, folder, IoKind::Output, outs);
+    std::shared_ptr<const DeferredRows::Origin> origin;
+    dump_statistics(op, folder, IoKind::Input, ins, origin);
+    dump_statistics(op, folder, IoKind::Output, outs, origin);
   }
 }
 
@@ -321,9 +322,9 @@ StatsOptions Dumper::stats_options() const {
 }
 
 void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
-                             const std::vector<DumpTensor>& tensors) {
+                             const std::vector<DumpTensor>& tensors,
+                             std::shared_ptr<const DeferredRows::Origin>& origin) {
   const StatsOptions so = stats_options();
-  std::shared_ptr<const DeferredRows::Origin> origin;  // shared by the call's batched rows
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
     stat_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);

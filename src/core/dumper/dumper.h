@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "debug_scenes/debug_scenes.h"
+#include "dumper/deferred_rows.h"
 #include "dumper/dump_sink.h"
 #include "dumper/dump_tensor.h"
 #include "dumper/op_record.h"
@@ -28,7 +29,6 @@
 
 namespace opdump {
 
-class DeferredRows;
 class ExecutionLog;
 class H5Dump;
 
@@ -149,8 +149,10 @@ class Dumper final : public DumpSink {
                          const std::vector<DumpTensor>& tensors);
   void dump_bin(const OpRecord& op, const std::string& folder,
                 const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs);
+  // `origin`: the op's folder and identity for its batched rows, made by the first row that needs
+  // it and shared by the rest, inputs and outputs.
   void dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,
-                       const std::vector<DumpTensor>& tensors);
+                       const std::vector<DumpTensor>& tensors, std::shared_ptr<const DeferredRows::Origin>& origin);
   // Lists the op's placeholders in {folder}/placeholders.csv and counts those that lost data.
   void record_placeholders(const OpRecord& op, const std::string& folder, const std::vector<DumpTensor>& inputs,
                            const std::vector<DumpTensor>& outputs);
