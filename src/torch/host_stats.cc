@@ -78,6 +78,7 @@ bool finished(const std::weak_ptr<LazyWork>& w) {
   auto s = w.lock();
   return !s || s->done();
 }
+void forget_work(std::weak_ptr<LazyWork>& w) { w.reset(); }
 constexpr auto kLinger = std::chrono::microseconds(1000);  // the background thread's look for more work
 }  // namespace
 
@@ -116,7 +117,7 @@ void PendingWork::add(const c10::StorageImpl* const* storages, size_t count, con
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < count; ++i)
-      if (storages[i]) by_storage_.emplace(storages[i], work);
+      if (storages[i]) spare_.insert(by_storage_, storages[i], std::weak_ptr<LazyWork>(work));
     if (work->in_order()) {
       while (!in_order_.empty() && finished(in_order_.front()))
         in_order_.pop_front();
@@ -171,7 +172,7 @@ void PendingWork::worker_loop() {
 
 void PendingWork::prune() {
   for (auto it = by_storage_.begin(); it != by_storage_.end();)
-    it = finished(it->second) ? by_storage_.erase(it) : std::next(it);
+    it = finished(it->second) ? spare_.erase(by_storage_, it, forget_work) : std::next(it);
   in_order_.erase(std::remove_if(in_order_.begin(), in_order_.end(), finished), in_order_.end());
   adds_since_prune_ = 0;
 }
@@ -181,11 +182,11 @@ void PendingWork::force(const c10::StorageImpl* storage) {
   std::vector<std::shared_ptr<LazyWork>> list;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto [first, last] = by_storage_.equal_range(storage);
-    if (first == last) return;
-    for (auto it = first; it != last; ++it)
+    auto [it, last] = by_storage_.equal_range(storage);
+    while (it != last) {
       if (auto s = it->second.lock()) list.push_back(std::move(s));
-    by_storage_.erase(first, last);
+      it = spare_.erase(by_storage_, it, forget_work);
+    }
   }
   // In the order the work came (a multimap keeps no order among one storage's entries).
   std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a->added_ < b->added_; });
@@ -305,12 +306,23 @@ void StatsCache::remember_filled(const at::Tensor& t, DType dtype, PendingWork& 
 
 void StatsCache::remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp,
                           std::shared_ptr<LazyStats> stats) {
-  entries_.insert_or_assign(t.unsafeGetTensorImpl(), Entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()),
-                                                           version, data, fp, std::move(stats)});
+  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, std::move(stats)};
+  if (auto it = entries_.find(t.unsafeGetTensorImpl()); it != entries_.end()) it->second = std::move(entry);
+  else spare_.insert(entries_, t.unsafeGetTensorImpl(), std::move(entry));
+}
+
+void StatsCache::clear_entry(Entry& e) {
+  e.impl.reset();
+  e.stats.reset();
+}
+
+void StatsCache::forget(const c10::TensorImpl* impl) {
+  if (auto it = entries_.find(impl); it != entries_.end()) spare_.erase(entries_, it, clear_entry);
 }
 
 void StatsCache::drop_dead() {
-  for (auto e = entries_.begin(); e != entries_.end();) e = e->second.impl.expired() ? entries_.erase(e) : std::next(e);
+  for (auto e = entries_.begin(); e != entries_.end();)
+    e = e->second.impl.expired() ? spare_.erase(entries_, e, clear_entry) : std::next(e);
 }
 
 }  // namespace opdump::pt::detail

@@ -25,6 +25,7 @@
 #include "config/config.h"
 #include "dumper/dump_sink.h"
 #include "stats/stats.h"
+#include "node_recycler.h"
 
 namespace opdump::pt::detail {
 
@@ -143,7 +144,9 @@ class PendingWork {
 
   std::mutex mutex_;
   // One node per (storage, work), not a node and a vector per storage: an allocation less per tensor.
-  std::unordered_multimap<const c10::StorageImpl*, std::weak_ptr<LazyWork>> by_storage_;
+  using ByStorage = std::unordered_multimap<const c10::StorageImpl*, std::weak_ptr<LazyWork>>;
+  ByStorage by_storage_;
+  NodeRecycler<ByStorage> spare_;  // under mutex_
   std::atomic<size_t> undone_{0};
   std::atomic<uint64_t> added_{0};
   std::deque<std::weak_ptr<LazyWork>> in_order_;  // in-order work in the order it came (under mutex_)
@@ -173,7 +176,7 @@ class StatsCache {
                                            PendingWork& barrier);
   // `t` was just filled with one value (zero_, fill_): its statistics follow from one element.
   void remember_filled(const at::Tensor& t, DType dtype, PendingWork& barrier);
-  void forget(const c10::TensorImpl* impl) { entries_.erase(impl); }
+  void forget(const c10::TensorImpl* impl);
   void drop_dead();  // entries of tensors that died
   bool empty() const { return entries_.empty(); }
 
@@ -186,7 +189,10 @@ class StatsCache {
     std::shared_ptr<LazyStats> stats;
   };
   void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats);
-  std::unordered_map<const c10::TensorImpl*, Entry> entries_;
+  static void clear_entry(Entry& e);  // a kept node holds neither the dead tensor nor its statistics
+  using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
+  Entries entries_;
+  NodeRecycler<Entries> spare_;  // activations die and are replaced every iteration
 };
 
 // How the calling thread may split a large tensor's pass: over torch's intra-op threads, which

@@ -20,7 +20,8 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    it = entries_.emplace(key, Entry{t.storage().getWeakStorageImpl(), next_++}).first;
+    spare_.insert(entries_, key, Entry{t.storage().getWeakStorageImpl(), next_++});
+    it = entries_.find(key);
     if (fresh) *fresh = true;
   }
   return &it->second;
@@ -54,10 +55,8 @@ void TensorIds::alias(const at::Tensor& from, const at::Tensor& to) {
 
 void TensorIds::prune() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->second.alive.expired()) it = entries_.erase(it);
-    else ++it;
-  }
+  for (auto it = entries_.begin(); it != entries_.end();)
+    it = it->second.alive.expired() ? spare_.erase(entries_, it, [](Entry& e) { e.alive.reset(); }) : std::next(it);
 }
 
 }  // namespace opdump::pt::detail

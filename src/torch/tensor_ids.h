@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "node_recycler.h"
 #include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
@@ -40,7 +41,9 @@ class TensorIds {
   void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const;
   const RuntimeInterface& runtime_;  // the names of tensors (its snapshot: no lock)
   std::mutex mutex_;
-  std::unordered_map<const c10::StorageImpl*, Entry> entries_;
+  using Entries = std::unordered_map<const c10::StorageImpl*, Entry>;
+  Entries entries_;
+  NodeRecycler<Entries> spare_;  // under mutex_: storages die and are replaced every iteration
   uint64_t next_ = 1;
 };
 

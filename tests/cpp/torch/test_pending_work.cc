@@ -108,4 +108,61 @@ TEST(PendingWork, ForcingAStorageDoesOnlyItsOwnWorkWhenNothingIsInOrder) {
   EXPECT_TRUE(stats_a->done());
 }
 
+// Entries of dead tensors are dropped between iterations and their nodes reused (node_recycler.h):
+// a new tensor, even at a dead one's address, gets its own statistics.
+TEST(StatsCache, TensorsAfterDeadOnesGetTheirOwnStatistics) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Inline);
+  StatsCache cache;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<at::Tensor> live;
+    for (int i = 0; i < 50; ++i) {
+      live.push_back(torch::full({16}, static_cast<float>(round * 100 + i)));
+      auto stats = cache.lookup_or_add(live.back(), opdump::DType::Float32, opdump::StatsOptions{}, /*now=*/true, barrier);
+      EXPECT_EQ(stats->get().max, round * 100 + i);
+    }
+    // Seen again unchanged: the remembered statistics; written in place: summarized anew.
+    EXPECT_EQ(cache.lookup_or_add(live[7], opdump::DType::Float32, {}, true, barrier)->get().max, round * 100 + 7);
+    live[7].add_(1000);
+    EXPECT_EQ(cache.lookup_or_add(live[7], opdump::DType::Float32, {}, true, barrier)->get().max, round * 100 + 1007);
+    cache.forget(live[8].unsafeGetTensorImpl());
+    live.clear();
+    barrier.releases().release();  // summarized tensors are held until a training thread lets them go
+    cache.drop_dead();
+    EXPECT_TRUE(cache.empty());
+  }
+}
+
+// Thousands of pending works on storages that come and go: the barrier prunes done entries every
+// 4096 additions and reuses their nodes; each force still does exactly its storage's work.
+TEST(PendingWork, ForcesTheRightWorkAcrossPrunesAndReusedEntries) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Background);
+  auto gate = std::make_shared<Gate>(barrier);
+  barrier.add({}, gate);  // only the write barrier computes until the end
+  std::vector<at::Tensor> kept;
+  std::vector<std::shared_ptr<LazyStats>> works;
+  for (int i = 0; i < 10000; ++i) {
+    at::Tensor t = torch::full({4}, static_cast<float>(i));
+    auto stats = std::make_shared<LazyStats>(barrier, t, opdump::DType::Float32, opdump::StatsOptions{});
+    barrier.add(storage(t), stats);
+    if (i % 2 == 0) {
+      barrier.force(storage(t));
+      ASSERT_TRUE(stats->done()) << i;
+      EXPECT_EQ(stats->get().max, i);
+    } else {
+      kept.push_back(t);
+      works.push_back(stats);
+    }
+  }
+  for (const auto& w : works) EXPECT_FALSE(w->done());
+  barrier.force(storage(kept[1234]));
+  EXPECT_TRUE(works[1234]->done());
+  EXPECT_FALSE(works[1233]->done());
+  EXPECT_FALSE(works[1235]->done());
+  gate->open();
+  barrier.force_all();
+  for (size_t k = 0; k < works.size(); ++k) EXPECT_EQ(works[k]->get().max, static_cast<double>(2 * k + 1)) << k;
+}
+
 }  // namespace
