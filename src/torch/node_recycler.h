@@ -3,6 +3,7 @@
 // on the training thread. Not thread-safe: each recycler serves one map under that map's lock.
 #pragma once
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,21 +28,26 @@ class NodeRecycler {
     return next;
   }
 
-  // Inserts (key, value) into `map`, in a kept node when there is one.
+  // Inserts (key, value) into `map`, in a kept node when there is one; returns where it went.
   template <typename Key, typename Value>
-  void insert(Map& map, Key&& key, Value&& value) {
-    if (spare_.empty()) {
-      map.emplace(std::forward<Key>(key), std::forward<Value>(value));
-      return;
-    }
+  typename Map::iterator insert(Map& map, Key&& key, Value&& value) {
+    if (spare_.empty()) return position(map.emplace(std::forward<Key>(key), std::forward<Value>(value)));
     Node node = std::move(spare_.back());
     spare_.pop_back();
     node.key() = std::forward<Key>(key);
     node.mapped() = std::forward<Value>(value);
-    map.insert(std::move(node));
+    return position(map.insert(std::move(node)));
   }
 
  private:
+  // Maps with unique keys report an insertion's place beside whether it happened; multimaps the place alone.
+  template <typename Result>
+  static typename Map::iterator position(Result&& r) {
+    using R = std::decay_t<Result>;
+    if constexpr (std::is_same_v<R, typename Map::iterator>) return r;
+    else if constexpr (std::is_same_v<R, std::pair<typename Map::iterator, bool>>) return r.first;
+    else return r.position;  // Map::insert_return_type
+  }
   std::vector<Node> spare_;
 };
 

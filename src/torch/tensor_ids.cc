@@ -20,8 +20,7 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    spare_.insert(entries_, key, Entry{t.storage().getWeakStorageImpl(), next_++});
-    it = entries_.find(key);
+    it = spare_.insert(entries_, key, Entry{t.storage().getWeakStorageImpl(), next_++});
     if (fresh) *fresh = true;
   }
   return &it->second;
