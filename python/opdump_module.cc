@@ -29,6 +29,7 @@ py::dict counters_dict(const opdump::DumpCounters& c) {
   d["overflow_checks"] = c.overflow_checks;
   d["overflow_bytes_read"] = c.overflow_bytes_read;
   d["overflow_bounded"] = c.overflow_bounded;
+  d["overflow_bytes_copied"] = c.overflow_bytes_copied;
   return d;
 }
 

@@ -33,10 +33,12 @@ struct DumpCounters {
   uint64_t stat_bytes = 0;  // bytes of the tensors those rows summarize
   // Overflow mode: ops whose outputs were checked, and of them those whose outputs were read (the
   // bytes read: on the host or the device) or known clean from their operands' bounds without
-  // reading (an optimizer's add_ and mul_ on checked tensors).
+  // reading (an optimizer's add_ and mul_ on checked tensors); the bytes of inputs copied before an
+  // op wrote them in place (so that an overflowing op's dump shows them as it read them).
   uint64_t overflow_checks = 0;
   uint64_t overflow_bytes_read = 0;
   uint64_t overflow_bounded = 0;
+  uint64_t overflow_bytes_copied = 0;
 };
 
 }  // namespace opdump

@@ -105,12 +105,7 @@ void KnownChecks::clear() {
   generations_.clear();
 }
 
-std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
-                                                        const std::vector<at::Tensor>& outputs) {
-  DType dtype;
-  if (outputs.size() != 1 || !outputs[0].defined() || !outputs[0].device().is_cpu() ||
-      outputs[0].layout() != at::kStrided || !dtype_of(outputs[0].scalar_type(), &dtype))
-    return std::nullopt;  // (output_bound gives no bound for other than real floating dtypes)
+std::vector<BoundOperand> KnownChecks::operand_bounds(const BoundedOp& op, const std::vector<at::Tensor>& inputs) {
   std::vector<BoundOperand> operands = op.operands;
   for (size_t k = 0; k < operands.size(); ++k) {
     const int slot = op.input_index[k];
@@ -123,7 +118,20 @@ std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, con
       operands[k].magnitude = bound_of(inputs[slot]);  // infinite when unknown: a rule reading it gives no bound
     }
   }
-  const double bound = output_bound(op.rule, operands, dtype);
+  return operands;
+}
+
+double KnownChecks::bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output) {
+  return output_bound(op.rule, operand_bounds(op, inputs), output);
+}
+
+std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
+                                                        const std::vector<at::Tensor>& outputs) {
+  DType dtype;
+  if (outputs.size() != 1 || !outputs[0].defined() || !outputs[0].device().is_cpu() ||
+      outputs[0].layout() != at::kStrided || !dtype_of(outputs[0].scalar_type(), &dtype))
+    return std::nullopt;  // (output_bound gives no bound for other than real floating dtypes)
+  const double bound = bound_is_clean(op.clean_before) ? op.clean_before : output_bound(op.rule, operand_bounds(op, inputs), dtype);
   if (!bound_is_clean(bound)) return std::nullopt;
   OverflowCheck clean;
   clean.max_abs = bound;

@@ -31,6 +31,9 @@ struct BoundedOp {
   std::vector<BoundOperand> operands;
   std::vector<int> input_index;  // per operand: its slot among the tensor inputs, -1 for numbers and others
   std::vector<std::pair<size_t, double>> written_before;  // (slot, bound)
+  // The output's bound when the operands' bounds already showed it clean before the op ran
+  // (KnownChecks::bound_before); infinite otherwise.
+  double clean_before = kUnknownBound;
 };
 
 // The value of a one-element host tensor of a real dtype (a Python number passed to a Tensor
@@ -89,12 +92,20 @@ class KnownChecks {
   // not known yet, a bound beyond float16's range, an output on a device).
   std::optional<OverflowCheck> bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
                                              const std::vector<at::Tensor>& outputs);
+  // The bound of a bounded op's output of dtype `output` from its operands' bounds as they are
+  // before it runs (what an op writing an input in place reads is the input as it is now);
+  // infinite when an operand's bound the rule reads is not known.
+  double bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output);
   // An op wrote these storages.
   void written(const std::vector<const c10::StorageImpl*>& storages);
   void drop_dead();  // entries of tensors that died
   void clear();
 
  private:
+  // The rule's operands with the bounds of the tensors among them: `written_before`'s for the
+  // inputs it lists, the tensors' own (as known now) for the others.
+  std::vector<BoundOperand> operand_bounds(const BoundedOp& op, const std::vector<at::Tensor>& inputs);
+
   struct Entry {
     c10::weak_intrusive_ptr<c10::TensorImpl> impl;
     int64_t version;

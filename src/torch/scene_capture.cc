@@ -341,6 +341,30 @@ DebugScenes::DebugScenes(const RuntimeInterface& runtime, PendingWork& barrier)
     : state_(std::make_unique<State>(runtime, barrier)) {}
 DebugScenes::~DebugScenes() = default;
 
+namespace {
+// An in-place op whose operands' bounds show its output clean before it runs (an optimizer's
+// add_ and mul_ on tensors already checked or bounded, zero_): it cannot overflow, so it will not
+// be dumped, and what it overwrites needs neither a copy nor a check first. Sets
+// `bounded.clean_before`. Only for one written input that can overflow: the op's output.
+bool clean_before_writing(KnownChecks& known, const std::vector<at::Tensor>& inputs,
+                          const std::vector<const c10::TensorImpl*>& written, BoundedOp& bounded) {
+  if (written.empty()) return false;
+  const at::Tensor* output = nullptr;
+  for (const at::Tensor& t : inputs) {
+    if (std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end() || !can_overflow(t))
+      continue;
+    if (output && output->unsafeGetTensorImpl() != t.unsafeGetTensorImpl()) return false;
+    output = &t;
+  }
+  DType dtype;
+  if (!output || !output->device().is_cpu() || !dtype_of(output->scalar_type(), &dtype)) return false;
+  const double bound = known.bound_before(bounded, inputs, dtype);
+  if (!bound_is_clean(bound)) return false;
+  bounded.clean_before = bound;
+  return true;
+}
+}  // namespace
+
 void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const std::vector<const c10::TensorImpl*>& written,
                         SceneOp& op) {
   const Scene scene = dumper.settings().scene;
@@ -363,6 +387,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
   BoundedOp& bounded = op.bounded;
   bounded = bounded_op(op_type, fn.inputs());
   const bool bounds = bounded.rule != BoundRule::None;
+  if (bounds && clean_before_writing(state_->known, op.inputs, written, bounded)) return;  // nothing to copy or precheck
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     at::Tensor& t = op.inputs[i];
     if (written.empty() || std::find(written.begin(), written.end(), t.unsafeGetTensorImpl()) == written.end())
@@ -375,6 +400,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
     if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes) {
       if (bounds) bounded.written_before.emplace_back(i, state_->known.bound_of(t));
       t = t.clone();
+      dumper.count_overflow_copy(static_cast<uint64_t>(t.numel()) * t.element_size());
     } else {
       op.prechecked.emplace_back(i, state_->known.of(t));
       if (bounds) bounded.written_before.emplace_back(i, op.prechecked.back().second.max_abs);

@@ -104,3 +104,21 @@ def test_writes_the_version_counter_misses_are_seen(tmp_path, how):
         """, how)
     assert [n.rsplit("/", 1)[-1] for n in out["overflows"]] == ["add_-op1"]
     assert out["report"]["overflow_bounded"] == 1
+
+
+def test_an_in_place_op_known_clean_before_it_runs_is_not_copied(tmp_path):
+    out = run(tmp_path, """
+        p = torch.ones(100_000)  # 400 KB: small enough to be copied before an op writes it
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            p.zero_()     # known to hold zeros (not an op that is checked: it computes nothing)
+            p.add_(1.0)   # |p| <= 1, known before add_ runs: it cannot overflow, nothing to keep for its dump
+            p.mul_(0.5)
+            known = opdump.counters()
+            p.exp_()      # no bound rule: p is copied before exp_ overwrites it
+            unknown = opdump.counters()
+            p.mul_(70000.0)  # beyond float16's range: copied, read, and dumped as it was before
+        print(json.dumps({"known": known, "unknown": unknown, "overflows": d.overflows}))
+        """)
+    assert out["known"]["overflow_bounded"] == 2 and out["known"]["overflow_bytes_copied"] == 0
+    assert out["unknown"]["overflow_bytes_copied"] == 400_000
+    assert [e["op_type"] for e in out["overflows"]] == ["mul_"]

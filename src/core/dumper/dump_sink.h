@@ -73,6 +73,8 @@ class DumpSink {
   // One op's outputs checked: `bytes_read` of them read, or none when their operands' bounds
   // showed them clean (`bounded`). Counted in counters().
   virtual void count_overflow_check(uint64_t bytes_read, bool bounded) = 0;
+  // An input an op writes in place, copied before it runs (its dump shows it as the op read it).
+  virtual void count_overflow_copy(uint64_t bytes) = 0;
   // An op whose outputs overflowed: prints it, writes its Opdebug record and (until
   // overflow_number is reached) its inputs and outputs. `event` holds the checks.
   virtual void dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,

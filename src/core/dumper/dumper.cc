@@ -388,7 +388,8 @@ DumpCounters Dumper::counters() const {
                       stat_bytes_.load(),
                       overflow_checks_.load(),
                       overflow_bytes_read_.load(),
-                      overflow_bounded_.load()};
+                      overflow_bounded_.load(),
+                      overflow_bytes_copied_.load()};
 }
 
 namespace {

@@ -84,6 +84,7 @@ class Dumper final : public DumpSink {
   Scene scene() const { return config_.scene; }
   bool overflow_ignored(std::string_view op_type) const override;
   void count_overflow_check(uint64_t bytes_read, bool bounded) override;
+  void count_overflow_copy(uint64_t bytes) override;
   void dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,
                      const std::vector<DumpTensor>& outputs) override;
   std::optional<OverflowEvent> overflow_root_cause() const { return overflow_.root_cause(); }
@@ -193,7 +194,8 @@ class Dumper final : public DumpSink {
   std::map<std::tuple<uint64_t, uint64_t, std::string>, std::string> folders_made_;  // (model id, iteration, model)
   std::atomic<bool> root_lost_reported_{false};
   std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0}, stat_bytes_{0};
-  std::atomic<uint64_t> overflow_checks_{0}, overflow_bytes_read_{0}, overflow_bounded_{0};
+  std::atomic<uint64_t> overflow_checks_{0}, overflow_bytes_read_{0}, overflow_bounded_{0},
+      overflow_bytes_copied_{0};
   OverflowTracker overflow_;
   KernelFilter watch_nodes_, watch_layers_;
   mutable std::mutex watch_mutex_;

@@ -19,6 +19,8 @@ void Dumper::count_overflow_check(uint64_t bytes_read, bool bounded) {
   if (bounded) overflow_bounded_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Dumper::count_overflow_copy(uint64_t bytes) { overflow_bytes_copied_.fetch_add(bytes, std::memory_order_relaxed); }
+
 void Dumper::dump_overflow(const OpRecord& op, OverflowEvent event, const std::vector<DumpTensor>& inputs,
                            const std::vector<DumpTensor>& outputs) {
   if (closed_.load(std::memory_order_acquire)) return;
