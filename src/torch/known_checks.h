@@ -44,6 +44,8 @@ std::optional<double> single_value(const at::Tensor& t);
 // false for arguments no rule takes (lists). `Values`: RecordFunction::inputs().
 template <typename Values>
 bool describe_operands(const Values& args, BoundedOp& op) {
+  op.operands.reserve(args.size());
+  op.input_index.reserve(args.size());
   int tensor = 0;
   for (const c10::IValue& v : args) {
     if (v.isTensor()) {

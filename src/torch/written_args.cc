@@ -34,6 +34,8 @@ void WrittenArgs::collect(const at::RecordFunction& fn, std::vector<const c10::T
                           std::vector<const c10::StorageImpl*>& storages) {
   const auto& positions = of(fn).written;
   if (positions.empty()) return;
+  tensors.reserve(tensors.size() + positions.size());  // one allocation each: most ops write one tensor
+  storages.reserve(storages.size() + positions.size());
   auto add = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     tensors.push_back(t.unsafeGetTensorImpl());

@@ -17,10 +17,17 @@ ExecutionLog::ExecutionLog(std::string run_root, AsyncWriter& writer, std::funct
 namespace {
 
 // Tensor ids in slot order; "-" for a slot without a tensor.
+// fmt::format_int: a number's digits without a formatting pass (format_to through a
+// back_inserter was a fifth of this file's time on the training thread).
+void append_number(std::string& out, uint64_t n) {
+  const fmt::format_int digits(n);
+  out.append(digits.data(), digits.size());
+}
+
 void append_ids(std::string& out, const std::vector<uint64_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i) out += ' ';
-    if (ids[i]) fmt::format_to(std::back_inserter(out), "{}", ids[i]);
+    if (ids[i]) append_number(out, ids[i]);
     else out += '-';
   }
 }
@@ -37,7 +44,8 @@ void ExecutionLog::record(const OpRecord& op, const std::vector<uint64_t>& input
                           const std::vector<std::pair<uint64_t, std::string>>& named) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [id, name] : named) {
-    fmt::format_to(std::back_inserter(tensor_names_), "{},", id);
+    append_number(tensor_names_, id);
+    tensor_names_ += ',';
     append_csv_cell(tensor_names_, name);
     tensor_names_ += '\n';
   }
@@ -47,7 +55,10 @@ void ExecutionLog::record(const OpRecord& op, const std::vector<uint64_t>& input
   }
   // Appended in place: a row of temporaries is a dozen allocations per op on the training thread.
   std::string& rows = rows_[op.model_id];
-  fmt::format_to(std::back_inserter(rows), "{},{},", op.iteration, op.id.task_id);
+  append_number(rows, op.iteration);
+  rows += ',';
+  append_number(rows, op.id.task_id);
+  rows += ',';
   for (const std::string* cell : {&op.id.op_type, &op.id.op_name, &op.model_name}) {
     append_csv_cell(rows, *cell);
     rows += ',';
@@ -55,7 +66,9 @@ void ExecutionLog::record(const OpRecord& op, const std::vector<uint64_t>& input
   append_ids(rows, input_ids);
   rows += ',';
   append_ids(rows, output_ids);
-  fmt::format_to(std::back_inserter(rows), ",{}\n", op.id.timestamp);
+  rows += ',';
+  append_number(rows, op.id.timestamp);
+  rows += '\n';
   if (!graphs_done_.count(op.model_id)) {
     std::string outs, ins;
     for (uint64_t id : output_ids) outs += (outs.empty() ? "" : ", ") + (id ? "%" + std::to_string(id) : std::string("-"));
