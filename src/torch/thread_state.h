@@ -59,6 +59,11 @@ class Busy {
 };
 
 struct OpCtx final : at::ObserverContext {
+  // torch asks for one per observed op, nested ones included, and deletes it at the op's end on
+  // the same thread: a free list per thread spares the malloc and free of each.
+  static void* operator new(size_t size);
+  static void operator delete(void* block);
+
   bool node = false;       // an autograd node frame, not an op
   bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
   bool selected = false;   // dump this op
