@@ -292,7 +292,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   auto stats = std::make_shared<LazyStats>(barrier, std::move(c), dtype, options);
   if (now || !tracked) stats->get();
   else barrier.add(storage, stats);
-  if (tracked) remember(t, version, data, fp, stats);
+  if (tracked) remember(t, version, data, fp, stats, it);  // `it` still valid: only this thread's observer changes entries_
   return stats;
 }
 
@@ -301,13 +301,14 @@ void StatsCache::remember_filled(const at::Tensor& t, DType dtype, PendingWork& 
   const uint64_t n = static_cast<uint64_t>(t.numel());
   const uint64_t bytes = n * t.element_size();
   TensorStats stats = constant_stats(TensorView{t.data_ptr(), dtype, {1}}, n);
-  remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(barrier, stats, bytes));
+  remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(barrier, stats, bytes),
+           entries_.find(t.unsafeGetTensorImpl()));
 }
 
 void StatsCache::remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp,
-                          std::shared_ptr<LazyStats> stats) {
+                          std::shared_ptr<LazyStats> stats, Entries::iterator at) {
   Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, std::move(stats)};
-  if (auto it = entries_.find(t.unsafeGetTensorImpl()); it != entries_.end()) it->second = std::move(entry);
+  if (at != entries_.end()) at->second = std::move(entry);
   else spare_.insert(entries_, t.unsafeGetTensorImpl(), std::move(entry));
 }
 

@@ -188,9 +188,11 @@ class StatsCache {
     uint64_t fingerprint;
     std::shared_ptr<LazyStats> stats;
   };
-  void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats);
-  static void clear_entry(Entry& e);  // a kept node holds neither the dead tensor nor its statistics
   using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
+  // `at`: the tensor's entry if it has one (entries_.end() when not known).
+  void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats,
+                Entries::iterator at);
+  static void clear_entry(Entry& e);  // a kept node holds neither the dead tensor nor its statistics
   Entries entries_;
   NodeRecycler<Entries> spare_;  // activations die and are replaced every iteration
 };

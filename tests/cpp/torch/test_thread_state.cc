@@ -1,5 +1,5 @@
 // The observer's per-op context (src/torch/thread_state.h): the blocks torch asks for per op are
-// reused on their thread, and one deleted on another thread is neither lost nor handed out twice.
+// reused on their thread, and those deleted on another thread are neither lost nor handed out twice.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -34,7 +34,7 @@ TEST(OpCtx, NestedContextsGetDistinctBlocksAndOthersThreadsDeleteThem) {
   std::set<const void*> blocks;
   for (const auto& c : nested) blocks.insert(c.get());
   EXPECT_EQ(blocks.size(), nested.size());
-  // Deleted on another thread: they join that thread's free list, which frees them when it ends.
+  // Deleted on a thread that never made one (it has no free list): they go back to the heap.
   std::thread([&nested] { nested.clear(); }).join();
   std::vector<std::unique_ptr<OpCtx>> again;
   for (int i = 0; i < 300; ++i) again.push_back(std::make_unique<OpCtx>());
