@@ -172,12 +172,12 @@ class Observer final : public RuntimeListener {
     }
 
     auto ctx = std::make_unique<OpCtx>();
-    if (!ts.cache.empty() || !barrier_.empty() ||
-        scene_.load(std::memory_order_relaxed) != static_cast<int>(Scene::Normal)) {
-      ts.written_args.collect(fn, ctx->written, ctx->written_storages);
-      barrier_.force(ctx->written_storages);  // summarize before this op writes it
-      ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
-    }
+    // Always, even with nothing cached or pending yet: this op's own input capture below summarizes
+    // what it is about to write at once only when it knows (the first in-place op of a dump was
+    // summarized after it wrote).
+    ts.written_args.collect(fn, ctx->written, ctx->written_storages);
+    barrier_.force(ctx->written_storages);  // summarize before this op writes it
+    ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
     ctx->depth = ts.depth++;
     const int level = level_.load(std::memory_order_relaxed);
     if (level == static_cast<int>(ObserveLevel::Modules)) return ctx;  // only the front end's module records

@@ -297,6 +297,31 @@ def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
         assert float(r["Avg Value"]) == pytest.approx(-(n + 1) / 2, rel=1e-6)
 
 
+FIRST_IN_PLACE = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import opdump
+json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
+           "saved_data": "statistic", "input_output": 0, "kernels": [], "support_device": [0],
+           "statistic_category": ["max", "min", "avg"]},
+           "e2e_dump_settings": {"enable": True}}, open(sys.argv[1] + ".json", "w"))
+g, x = torch.ones(2**20), torch.arange(2.0**20)   # 4 MB: summarized lazily unless known to be written
+opdump.set_dump(sys.argv[1] + ".json")
+g.add_(x)  # the dump's first op, with nothing cached or pending yet, writes its own input
+opdump.finalize_dump()
+"""
+
+
+def test_the_first_in_place_op_of_a_dump_summarizes_its_input_before_writing(tmp_path):
+    subprocess.run([PYTHON, "-c", FIRST_IN_PLACE, str(tmp_path / "d"), str(BUILD / "python")], check=True, timeout=300)
+    rows = {(r["IO"], r["Slot"]): r for r in dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"),
+                                                                        recursive=True)[0].rsplit("/", 1)[0])
+            if r["Op Type"] == "add_"}
+    before, after = rows[("input", "0")], rows[("output", "0")]
+    assert float(before["Max Value"]) == float(before["Min Value"]) == 1.0  # ones, as add_ read them
+    assert float(after["Max Value"]) == 2.0**20 and float(after["Min Value"]) == 1.0
+
+
 PERMUTED_VIEWS = r"""
 import json, sys, torch
 sys.path.insert(0, sys.argv[2])
