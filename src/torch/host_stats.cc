@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <pthread.h>
 
@@ -44,6 +45,9 @@ LazyStats::LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, Stats
 LazyStats::LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes)
     : LazyWork(barrier, /*done=*/true), dtype_(DType::Float32), stats_(done), bytes_(bytes) {}
 
+LazyStats::LazyStats(PendingWork& barrier, std::shared_ptr<LazyStats> same_values, uint64_t bytes)
+    : LazyWork(barrier), same_values_(std::move(same_values)), dtype_(DType::Float32), bytes_(bytes) {}
+
 namespace {
 void run_on_intra_op_threads(std::vector<std::function<void()>>& jobs) {
   at::parallel_for(0, static_cast<int64_t>(jobs.size()), 1, [&jobs](int64_t begin, int64_t end) {
@@ -60,6 +64,13 @@ IntraOpSplit intra_op_split() {
 }
 
 void LazyStats::compute(std::vector<at::Tensor>& release) {
+  if (same_values_) {
+    stats_ = same_values_->get();  // counts, sums and squares are the same with a zero's sign changed
+    if (stats_.min == 0) stats_.min = 0.0;  // -0 became +0
+    if (stats_.max == 0) stats_.max = 0.0;
+    same_values_.reset();
+    return;
+  }
   StatsOptions options = options_;
   if (const IntraOpSplit split = intra_op_split(); split.runner) {
     options.threads = split.parts;
@@ -301,13 +312,43 @@ void StatsCache::remember_filled(const at::Tensor& t, DType dtype, PendingWork& 
   const uint64_t n = static_cast<uint64_t>(t.numel());
   const uint64_t bytes = n * t.element_size();
   TensorStats stats = constant_stats(TensorView{t.data_ptr(), dtype, {1}}, n);
+  const bool zeros = stats.count == stats.zero && !std::signbit(stats.max);  // +0, not -0
   remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(barrier, stats, bytes),
-           entries_.find(t.unsafeGetTensorImpl()));
+           entries_.find(t.unsafeGetTensorImpl()), zeros);
+}
+
+StatsCache::Entries::iterator StatsCache::current(const at::Tensor& t) {
+  if (t.is_inference()) return entries_.end();
+  auto it = entries_.find(t.unsafeGetTensorImpl());
+  if (it == entries_.end()) return it;
+  const Entry& e = it->second;
+  const void* data = t.numel() ? t.data_ptr() : nullptr;
+  if (e.impl.expired() || e.version != t._version() || e.data != data ||
+      e.fingerprint != (data ? fingerprint(data, t.numel() * t.element_size()) : 0))
+    return entries_.end();
+  return it;
+}
+
+bool StatsCache::holds_zeros(const at::Tensor& t) {
+  auto it = current(t);
+  return it != entries_.end() && it->second.zeros;
+}
+
+void StatsCache::share(const at::Tensor& out, const at::Tensor& same, PendingWork& barrier) {
+  if (out.is_inference() || !out.is_contiguous() || !same.is_contiguous() || out.scalar_type() != same.scalar_type() ||
+      out.sizes() != same.sizes() || !same.device().is_cpu() || out.numel() == 0)
+    return;
+  auto source = current(same);
+  if (source == entries_.end()) return;
+  const uint64_t bytes = static_cast<uint64_t>(out.numel()) * out.element_size();
+  auto stats = std::make_shared<LazyStats>(barrier, source->second.stats, bytes);
+  remember(out, out._version(), out.data_ptr(), fingerprint(out.data_ptr(), bytes), std::move(stats),
+           entries_.find(out.unsafeGetTensorImpl()));
 }
 
 void StatsCache::remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp,
-                          std::shared_ptr<LazyStats> stats, Entries::iterator at) {
-  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, std::move(stats)};
+                          std::shared_ptr<LazyStats> stats, Entries::iterator at, bool zeros) {
+  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, std::move(stats), zeros};
   if (at != entries_.end()) at->second = std::move(entry);
   else spare_.insert(entries_, t.unsafeGetTensorImpl(), std::move(entry));
 }

@@ -63,6 +63,9 @@ class LazyStats final : public LazyWork, public DeferredStats {
  public:
   LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, StatsOptions options);
   LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes);  // already known
+  // The statistics of a tensor holding `same_values`' elements with every zero +0 (x + 0, each
+  // x = -0 becoming +0): the same numbers, read from `same_values` instead of a second pass.
+  LazyStats(PendingWork& barrier, std::shared_ptr<LazyStats> same_values, uint64_t bytes);
   // Computes on first call (on whichever thread asks first); later calls return the result.
   TensorStats get() override {
     run();
@@ -73,6 +76,7 @@ class LazyStats final : public LazyWork, public DeferredStats {
  private:
   void compute(std::vector<at::Tensor>& release) override;
   at::Tensor tensor_;
+  std::shared_ptr<LazyStats> same_values_;
   DType dtype_;
   StatsOptions options_;
   TensorStats stats_;
@@ -176,6 +180,12 @@ class StatsCache {
                                            PendingWork& barrier);
   // `t` was just filled with one value (zero_, fill_): its statistics follow from one element.
   void remember_filled(const at::Tensor& t, DType dtype, PendingWork& barrier);
+  // Whether `t`, as it is now, holds +0 only, as zero_ or fill_(0) left it.
+  bool holds_zeros(const at::Tensor& t);
+  // `out` was just made `zeros + same` (a gradient accumulated into the `.grad` an optimizer
+  // zeroed): it holds `same`'s elements, zeros as +0, and takes `same`'s statistics when they are
+  // known for `same` as it is now. Both contiguous, of one dtype and shape.
+  void share(const at::Tensor& out, const at::Tensor& same, PendingWork& barrier);
   void forget(const c10::TensorImpl* impl);
   void drop_dead();  // entries of tensors that died
   bool empty() const { return entries_.empty(); }
@@ -187,11 +197,14 @@ class StatsCache {
     const void* data;
     uint64_t fingerprint;
     std::shared_ptr<LazyStats> stats;
+    bool zeros = false;  // filled with +0
   };
   using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
+  // The entry of `t` when it describes `t` as it is now (entries_.end() when none does).
+  Entries::iterator current(const at::Tensor& t);
   // `at`: the tensor's entry if it has one (entries_.end() when not known).
   void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats,
-                Entries::iterator at);
+                Entries::iterator at, bool zeros = false);
   static void clear_entry(Entry& e);  // a kept node holds neither the dead tensor nor its statistics
   Entries entries_;
   NodeRecycler<Entries> spare_;  // activations die and are replaced every iteration

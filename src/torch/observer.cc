@@ -40,6 +40,20 @@
 namespace opdump::pt::detail {
 namespace {
 
+// An accumulation into a tensor known to hold +0 only (`grad += new_grad` into the `.grad` an
+// optimizer zeroed; alpha 1): its result holds the added tensor's values, whose statistics are
+// known (StatsCache::share). The tensor added, or an undefined one.
+at::Tensor added_to_zeros(const at::RecordFunction& fn, StatsCache& cache) {
+  if (std::strcmp(fn.name(), "aten::add_") != 0) return {};
+  const auto inputs = fn.inputs();
+  if (inputs.size() != 3 || !inputs[0].isTensor() || !inputs[1].isTensor()) return {};
+  const c10::IValue& alpha = inputs[2];
+  if (!(alpha.isInt() ? alpha.toInt() == 1 : alpha.isDouble() && alpha.toDouble() == 1.0)) return {};
+  const at::Tensor& self = inputs[0].toTensor();
+  if (!self.defined() || !self.device().is_cpu() || !cache.holds_zeros(self)) return {};
+  return inputs[1].toTensor();
+}
+
 class Observer final : public RuntimeListener {
  public:
   explicit Observer(RuntimeInterface& runtime) : runtime_(runtime), scenes_(runtime, barrier_), ids_(runtime) {}
@@ -178,6 +192,10 @@ class Observer final : public RuntimeListener {
     ts.written_args.collect(fn, ctx->written, ctx->written_storages);
     barrier_.force(ctx->written_storages);  // summarize before this op writes it
     ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
+    if (!ctx->written.empty() && !ts.cache.empty()) {
+      ctx->added_to_zeros = added_to_zeros(fn, ts.cache);
+      if (ctx->added_to_zeros.defined()) ctx->zeros_version = fn.inputs()[0].toTensor()._version();
+    }
     ctx->depth = ts.depth++;
     const int level = level_.load(std::memory_order_relaxed);
     if (level == static_cast<int>(ObserveLevel::Modules)) return ctx;  // only the front end's module records
@@ -290,13 +308,21 @@ class Observer final : public RuntimeListener {
     --ts.depth;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
     for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
+    if (ctx->added_to_zeros.defined()) {
+      const auto& outs = fn.outputs();
+      // (an add_ that threw wrote nothing: its version is unchanged)
+      if (!outs.empty() && outs[0].isTensor() && outs[0].toTensor()._version() != ctx->zeros_version)
+        ts.cache.share(outs[0].toTensor(), ctx->added_to_zeros, barrier_);
+    }
     if (!ctx->written_storages.empty() && scene_.load(std::memory_order_relaxed) == static_cast<int>(Scene::Overflow)) {
       scenes_.written(ctx->written_storages);
       if (ctx->fills) scenes_.filled(fn);  // the gradients an optimizer zeroes are bounded by 0
     }
     // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
     // input statistics would be a pass over all gradients on the training thread.
-    if (ctx->fills) remember_filled(fn, ts, ctx->report.shared_dumper().get(), barrier_);
+    // (also zero_ nested in an api op: torch 1.13's zero_grad() is one _foreach_zero_ over all gradients)
+    if (ctx->fills)
+      remember_filled(fn, ts, ctx->report ? ctx->report.shared_dumper().get() : runtime_.dump_sink().get(), barrier_);
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       if (seq_end > ctx->seq_start) {

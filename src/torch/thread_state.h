@@ -78,6 +78,8 @@ struct OpCtx final : at::ObserverContext {
   std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
   std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
   bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
+  at::Tensor added_to_zeros;  // add_ into a tensor holding +0 only: the tensor added (StatsCache::share)
+  uint32_t zeros_version = 0;  // ...and the version of the tensor it adds into, before
   bool executed = false;    // an op of the configured level: listed in the execution order
   std::vector<uint64_t> input_ids;
   std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
@@ -166,3 +167,46 @@ TEST(PendingWork, ForcesTheRightWorkAcrossPrunesAndReusedEntries) {
 }
 
 }  // namespace
+
+// A gradient accumulated into a zeroed tensor: the sum holds the added tensor's values (each -0 as
+// +0) and takes that tensor's statistics instead of a second pass over its own memory.
+TEST(StatsCache, ASumIntoZerosTakesTheAddedTensorsStatistics) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Background);
+  StatsCache cache;
+  const opdump::DType f32 = opdump::DType::Float32;
+  at::Tensor grad = torch::ones({4096});
+  at::Tensor fresh = torch::rand({4096});
+  fresh.narrow(0, 0, 8).fill_(-0.0);  // its least elements are zeros, -0 among them
+  auto fresh_stats = cache.lookup_or_add(fresh, f32, {}, /*now=*/false, barrier);
+
+  EXPECT_FALSE(cache.holds_zeros(grad));
+  grad.zero_();
+  cache.remember_filled(grad, f32, barrier);
+  EXPECT_TRUE(cache.holds_zeros(grad));
+  grad.add_(fresh);
+  EXPECT_FALSE(cache.holds_zeros(grad));  // written since: no longer known
+  cache.forget(grad.unsafeGetTensorImpl());
+  cache.share(grad, fresh, barrier);
+  auto sum_stats = cache.lookup_or_add(grad, f32, {}, /*now=*/false, barrier);
+  grad.data_ptr<float>()[100] = 1e6f;  // written unseen after the lookup: the statistics are fresh's, not a pass over grad
+  const opdump::TensorStats s = sum_stats->get();
+  const opdump::TensorStats f = fresh_stats->get();
+  EXPECT_EQ(s.max, f.max);
+  EXPECT_EQ(s.sum, f.sum);
+  EXPECT_EQ(s.zero, 8u);
+  EXPECT_EQ(s.min, 0.0);
+  EXPECT_FALSE(std::signbit(s.min));  // grad holds +0 where fresh held -0
+
+  // Filled with -0, or of another shape (a broadcast sum): nothing is shared.
+  at::Tensor negative = torch::ones({4096});
+  negative.fill_(-0.0);
+  cache.remember_filled(negative, f32, barrier);
+  EXPECT_FALSE(cache.holds_zeros(negative));
+  at::Tensor wide = torch::zeros({4, 4096});
+  wide.add_(fresh);
+  cache.share(wide, fresh, barrier);
+  EXPECT_EQ(cache.lookup_or_add(wide, f32, {}, true, barrier)->get().count, 4u * 4096);  // summarized itself
+  barrier.force_all();
+  barrier.releases().release();
+}
