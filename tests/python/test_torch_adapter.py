@@ -263,14 +263,26 @@ def test_host_work_inline_gives_the_background_threads_statistics(workload, tmp_
         assert big > 20
 
 
-ALIAS_WRITES = r"""
+STATISTICS_DUMP = r"""
 import json, sys, torch
 sys.path.insert(0, sys.argv[2])
 import opdump
 json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
-           "saved_data": "statistic", "input_output": 2, "kernels": [], "support_device": [0],
+           "saved_data": "statistic", "input_output": int(sys.argv[3]), "kernels": [], "support_device": [0],
            "statistic_category": ["max", "min", "avg"]},
            "e2e_dump_settings": {"enable": True}}, open(sys.argv[1] + ".json", "w"))
+"""
+
+
+def statistics_of(tmp_path, body, input_output):
+    """The statistic rows of a dump `body` makes (Python after STATISTICS_DUMP, which writes the config
+    file for opdump.set_dump(sys.argv[1] + ".json"))."""
+    subprocess.run([PYTHON, "-c", STATISTICS_DUMP + body, str(tmp_path / "d"), str(BUILD / "python"), str(input_output)],
+                   check=True, timeout=300)
+    return dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0].rsplit("/", 1)[0])
+
+
+ALIAS_WRITES = r"""
 opdump.set_dump(sys.argv[1] + ".json")
 x = torch.arange(1.0, 4.0 * 2**20 + 1)          # 16 MB: its statistics take a while on a writer thread
 a = torch.neg(x)                                 # summarized lazily
@@ -286,10 +298,7 @@ opdump.finalize_dump()
 def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
     """An op that writes a tensor through another TensorImpl sharing its storage first finishes
     the tensor's pending statistics."""
-    subprocess.run([PYTHON, "-c", ALIAS_WRITES, str(tmp_path / "d"),
-                    str(BUILD / "python")], check=True, timeout=300)
-    rows = [r for r in dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0]
-                                     .rsplit("/", 1)[0]) if r["Op Type"] == "neg" and r["IO"] == "output"]
+    rows = [r for r in statistics_of(tmp_path, ALIAS_WRITES, input_output=2) if r["Op Type"] == "neg" and r["IO"] == "output"]
     n = 4 * 2**20
     assert len(rows) == 3
     for r in rows:
@@ -298,13 +307,6 @@ def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
 
 
 FIRST_IN_PLACE = r"""
-import json, sys, torch
-sys.path.insert(0, sys.argv[2])
-import opdump
-json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
-           "saved_data": "statistic", "input_output": 0, "kernels": [], "support_device": [0],
-           "statistic_category": ["max", "min", "avg"]},
-           "e2e_dump_settings": {"enable": True}}, open(sys.argv[1] + ".json", "w"))
 g, x = torch.ones(2**20), torch.arange(2.0**20)   # 4 MB: summarized lazily unless known to be written
 opdump.set_dump(sys.argv[1] + ".json")
 g.add_(x)  # the dump's first op, with nothing cached or pending yet, writes its own input
@@ -313,10 +315,7 @@ opdump.finalize_dump()
 
 
 def test_the_first_in_place_op_of_a_dump_summarizes_its_input_before_writing(tmp_path):
-    subprocess.run([PYTHON, "-c", FIRST_IN_PLACE, str(tmp_path / "d"), str(BUILD / "python")], check=True, timeout=300)
-    rows = {(r["IO"], r["Slot"]): r for r in dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"),
-                                                                        recursive=True)[0].rsplit("/", 1)[0])
-            if r["Op Type"] == "add_"}
+    rows = {(r["IO"], r["Slot"]): r for r in statistics_of(tmp_path, FIRST_IN_PLACE, input_output=0) if r["Op Type"] == "add_"}
     before, after = rows[("input", "0")], rows[("output", "0")]
     assert float(before["Max Value"]) == float(before["Min Value"]) == 1.0  # ones, as add_ read them
     assert float(after["Max Value"]) == 2.0**20 and float(after["Min Value"]) == 1.0
