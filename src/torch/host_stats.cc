@@ -318,7 +318,8 @@ void StatsCache::remember_filled(const at::Tensor& t, DType dtype, PendingWork& 
 }
 
 StatsCache::Entries::iterator StatsCache::current(const at::Tensor& t) {
-  if (t.is_inference()) return entries_.end();
+  // (the fingerprint below reads numel elements from the data pointer: only a contiguous tensor's)
+  if (t.is_inference() || !t.is_contiguous()) return entries_.end();
   auto it = entries_.find(t.unsafeGetTensorImpl());
   if (it == entries_.end()) return it;
   const Entry& e = it->second;

@@ -200,7 +200,7 @@ class StatsCache {
     bool zeros = false;  // filled with +0
   };
   using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
-  // The entry of `t` when it describes `t` as it is now (entries_.end() when none does).
+  // The entry of a contiguous `t` when it describes `t` as it is now (entries_.end() when none does).
   Entries::iterator current(const at::Tensor& t);
   // `at`: the tensor's entry if it has one (entries_.end() when not known).
   void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats,
