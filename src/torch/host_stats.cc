@@ -294,8 +294,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   at::Tensor c = in_memory_order ? t : t.contiguous();
   const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
   auto it = entries_.find(impl);
-  if (tracked && it != entries_.end() && !it->second.impl.expired() && it->second.version == version &&
-      it->second.data == data && it->second.fingerprint == fp) {
+  if (tracked && it != entries_.end() && it->second.describes(version, data, fp)) {
     if (now) it->second.stats->get();
     return it->second.stats;
   }
@@ -322,12 +321,9 @@ StatsCache::Entries::iterator StatsCache::current(const at::Tensor& t) {
   if (t.is_inference() || !t.is_contiguous()) return entries_.end();
   auto it = entries_.find(t.unsafeGetTensorImpl());
   if (it == entries_.end()) return it;
-  const Entry& e = it->second;
   const void* data = t.numel() ? t.data_ptr() : nullptr;
-  if (e.impl.expired() || e.version != t._version() || e.data != data ||
-      e.fingerprint != (data ? fingerprint(data, t.numel() * t.element_size()) : 0))
-    return entries_.end();
-  return it;
+  const uint64_t fp = data ? fingerprint(data, t.numel() * t.element_size()) : 0;
+  return it->second.describes(t._version(), data, fp) ? it : entries_.end();
 }
 
 bool StatsCache::holds_zeros(const at::Tensor& t) {

@@ -198,6 +198,10 @@ class StatsCache {
     uint64_t fingerprint;
     std::shared_ptr<LazyStats> stats;
     bool zeros = false;  // filled with +0
+    // Whether it describes a live tensor now at this version, data pointer and fingerprint.
+    bool describes(uint32_t now_version, const void* now_data, uint64_t now_fingerprint) const {
+      return !impl.expired() && version == now_version && data == now_data && fingerprint == now_fingerprint;
+    }
   };
   using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
   // The entry of a contiguous `t` when it describes `t` as it is now (entries_.end() when none does).

@@ -42,16 +42,17 @@ namespace {
 
 // An accumulation into a tensor known to hold +0 only (`grad += new_grad` into the `.grad` an
 // optimizer zeroed; alpha 1): its result holds the added tensor's values, whose statistics are
-// known (StatsCache::share). The tensor added, or an undefined one.
-at::Tensor added_to_zeros(const at::RecordFunction& fn, StatsCache& cache) {
-  if (std::strcmp(fn.name(), "aten::add_") != 0) return {};
+// known (StatsCache::share). Sets the op's `added_to_zeros` and `zeros_version` when it is one.
+void note_added_to_zeros(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
+  if (std::strcmp(fn.name(), "aten::add_") != 0) return;
   const auto inputs = fn.inputs();
-  if (inputs.size() != 3 || !inputs[0].isTensor() || !inputs[1].isTensor()) return {};
+  if (inputs.size() != 3 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
   const c10::IValue& alpha = inputs[2];
-  if (!(alpha.isInt() ? alpha.toInt() == 1 : alpha.isDouble() && alpha.toDouble() == 1.0)) return {};
+  if (!(alpha.isInt() ? alpha.toInt() == 1 : alpha.isDouble() && alpha.toDouble() == 1.0)) return;
   const at::Tensor& self = inputs[0].toTensor();
-  if (!self.defined() || !self.device().is_cpu() || !cache.holds_zeros(self)) return {};
-  return inputs[1].toTensor();
+  if (!self.defined() || !self.device().is_cpu() || !cache.holds_zeros(self)) return;
+  ctx.added_to_zeros = inputs[1].toTensor();
+  ctx.zeros_version = self._version();
 }
 
 class Observer final : public RuntimeListener {
@@ -192,10 +193,7 @@ class Observer final : public RuntimeListener {
     ts.written_args.collect(fn, ctx->written, ctx->written_storages);
     barrier_.force(ctx->written_storages);  // summarize before this op writes it
     ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
-    if (!ctx->written.empty() && !ts.cache.empty()) {
-      ctx->added_to_zeros = added_to_zeros(fn, ts.cache);
-      if (ctx->added_to_zeros.defined()) ctx->zeros_version = fn.inputs()[0].toTensor()._version();
-    }
+    if (!ctx->written.empty() && !ts.cache.empty()) note_added_to_zeros(fn, ts.cache, *ctx);
     ctx->depth = ts.depth++;
     const int level = level_.load(std::memory_order_relaxed);
     if (level == static_cast<int>(ObserveLevel::Modules)) return ctx;  // only the front end's module records

@@ -16,7 +16,6 @@ ExecutionLog::ExecutionLog(std::string run_root, AsyncWriter& writer, std::funct
 
 namespace {
 
-// Tensor ids in slot order; "-" for a slot without a tensor.
 // fmt::format_int: a number's digits without a formatting pass (format_to through a
 // back_inserter was a fifth of this file's time on the training thread).
 void append_number(std::string& out, uint64_t n) {
@@ -24,6 +23,7 @@ void append_number(std::string& out, uint64_t n) {
   out.append(digits.data(), digits.size());
 }
 
+// Tensor ids in slot order; "-" for a slot without a tensor.
 void append_ids(std::string& out, const std::vector<uint64_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i) out += ' ';
