@@ -12,6 +12,7 @@
 #include "opdump/error.h"
 #include "format/npy.h"
 #include "debug_scenes/overflow_scan.h"
+#include "stats/stats_kernels.h"
 #include "dumper_fixtures.h"
 #include "test_util.h"
 
@@ -170,6 +171,54 @@ TEST(OverflowCheck, OtherFloatDtypes) {
   // integers never overflow
   std::vector<int32_t> i = {INT32_MAX, INT32_MIN};
   EXPECT_FALSE(check_overflow(view_of(i, DType::Int32)).fired(true));
+}
+
+// Both builds of the range scan (the baseline one and the one this CPU runs) see an element in every
+// lane of their vector loop and in the tail: the peak or the NaN is placed at each position of the first
+// two cache lines, at a chunk's edges and last.
+TEST(OverflowCheck, RangeScanSeesEveryLaneOfItsVectorLoop) {
+  struct Case {
+    DType dtype;
+    size_t element;
+    uint64_t background, peak, nan;  // bit patterns of 0.5, -3 and NaN
+  };
+  auto f32 = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint64_t{u};
+  };
+  auto f64 = [](double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, 8);
+    return u;
+  };
+  const Case cases[] = {{DType::Float32, 4, f32(0.5f), f32(-3.0f), f32(NAN)},
+                        {DType::Float64, 8, f64(0.5), f64(-3.0), f64(NAN)},
+                        {DType::BFloat16, 2, bf16_bits(0.5f), bf16_bits(-3.0f), bf16_bits(NAN)},
+                        {DType::Float16, 2, 0x3800, 0xC200, 0x7E00}};
+  const detail::RangeScanKernel kernels[] = {&detail::k_baseline::range_scan, detail::best_range_scan_kernel()};
+  const size_t n = 16384 + 77;  // one whole chunk and a part
+  for (const Case& c : cases) {
+    std::vector<char> data(n * c.element);
+    auto put = [&](size_t at, uint64_t bits) { std::memcpy(data.data() + at * c.element, &bits, c.element); };
+    std::vector<size_t> positions;
+    for (size_t at = 0; at < 2 * 64 / c.element; ++at) positions.push_back(at);
+    for (size_t at : {size_t{16383}, size_t{16384}, size_t{16384 + 70}, n - 1}) positions.push_back(at);
+    for (auto kernel : kernels) {
+      for (size_t at : positions) {
+        for (size_t i = 0; i < n; ++i) put(i, c.background);
+        put(at, c.peak);
+        uint64_t nonfinite = 9, beyond = 9;
+        double largest = 0;
+        kernel(data.data(), n, c.dtype, true, &nonfinite, &beyond, &largest);
+        EXPECT_EQ(largest, 3.0) << dtype_name(c.dtype) << " at " << at;
+        EXPECT_EQ(nonfinite + beyond, 0u) << dtype_name(c.dtype) << " at " << at;
+        put(at, c.nan);
+        kernel(data.data(), n, c.dtype, true, &nonfinite, &beyond, &largest);
+        EXPECT_EQ(nonfinite, 1u) << dtype_name(c.dtype) << " at " << at;
+      }
+    }
+  }
 }
 
 TEST(OverflowTracker, RootCauseIsTheFirstOpWithFiniteInputs) {
