@@ -32,6 +32,8 @@ uint16_t f16_bits(float f) {  // exact for the values used here
   if (f == 65504.0f) return 0x7BFF;
   if (f == -65504.0f) return 0xFBFF;
   if (f == 1.0f) return 0x3C00;
+  if (f == 0.5f) return 0x3800;
+  if (f == -3.0f) return 0xC200;
   if (f == 0.0f) return 0;
   ADD_FAILURE() << "no float16 pattern for " << f;
   return 0;
@@ -195,7 +197,7 @@ TEST(OverflowCheck, RangeScanSeesEveryLaneOfItsVectorLoop) {
   const Case cases[] = {{DType::Float32, 4, f32(0.5f), f32(-3.0f), f32(NAN)},
                         {DType::Float64, 8, f64(0.5), f64(-3.0), f64(NAN)},
                         {DType::BFloat16, 2, bf16_bits(0.5f), bf16_bits(-3.0f), bf16_bits(NAN)},
-                        {DType::Float16, 2, 0x3800, 0xC200, 0x7E00}};
+                        {DType::Float16, 2, f16_bits(0.5f), f16_bits(-3.0f), f16_bits(NAN)}};
   const detail::RangeScanKernel kernels[] = {&detail::k_baseline::range_scan, detail::best_range_scan_kernel()};
   const size_t n = 16384 + 77;  // one whole chunk and a part
   for (const Case& c : cases) {
