@@ -2,11 +2,13 @@
 // tensors), and how each tensor of an op is captured (a copy, device or lazy host statistics).
 #include "capture.h"
 
+#include <ATen/EmptyTensor.h>
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -95,6 +97,12 @@ std::shared_ptr<Buffer> host_copy(const at::Tensor& t, DumpSink* dump) {
   return std::make_shared<TensorBuffer>(std::move(pinned), record_event(t.device()), nullptr, std::move(charge));
 }
 
+at::Tensor copy_contiguous_host(const at::Tensor& t) {
+  at::Tensor copy(at::detail::empty_cpu(t.sizes(), t.scalar_type()));
+  if (t.numel()) std::memcpy(copy.data_ptr(), t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
+  return copy;
+}
+
 uint64_t stream_of(const at::Tensor& t) {
   if (!t.defined() || t.device().is_cpu()) return 0;
   return static_cast<uint64_t>(c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).id());
@@ -133,7 +141,7 @@ struct ToStage {
 
 void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, ReductionBatcher& batcher,
                  PendingWork& barrier, std::vector<DumpTensor>& out, std::vector<ToStage>& to_stage,
-                 uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written,
+                 uint64_t* stream_id, const WrittenStorages* written,
                  std::optional<QuietAten>& quiet) {
   if (std::string why = undumpable_reason(t); !why.empty()) {
     out.push_back(placeholder_tensor(std::move(why), t.defined()));  // keeps slot numbers aligned with the op's tensors
@@ -174,7 +182,7 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Reduc
 
 void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache,
                      ReductionBatcher& batcher, PendingWork& barrier, std::vector<DumpTensor>& out,
-                     uint64_t* stream_id, const std::vector<const c10::StorageImpl*>* written,
+                     uint64_t* stream_id, const WrittenStorages* written,
                      const std::vector<bool>* out_buffers) {
   std::optional<QuietAten> quiet;  // made before the first ATen call
   std::vector<ToStage> to_stage;

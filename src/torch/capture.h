@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dumper/dump_sink.h"
+#include "written_args.h"
 
 namespace opdump::pt::detail {
 
@@ -47,6 +48,9 @@ std::vector<at::Tensor> tensors_of(const Values& values) {
 std::string undumpable_reason(const at::Tensor& t);
 // A host copy as the Dumper takes it; a placeholder for what cannot be dumped.
 DumpTensor dump_copy(const at::Tensor& t);
+// A copy of a contiguous host tensor, made by a memcpy into a fresh tensor: no ATen op runs, so no
+// QuietAten is needed around it (whose guard costs more than copying a small tensor).
+at::Tensor copy_contiguous_host(const at::Tensor& t);
 // The stream an op ran on (0 on the CPU).
 uint64_t stream_of(const at::Tensor& t);
 
@@ -66,6 +70,6 @@ class ReductionBatcher;
 // Runs ATen calls: the caller keeps its own callbacks from observing them.
 void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, StatsCache& cache,
                      ReductionBatcher& batcher, PendingWork& barrier, std::vector<DumpTensor>& out, uint64_t* stream_id,
-                     const std::vector<const c10::StorageImpl*>* written = nullptr,
+                     const WrittenStorages* written = nullptr,
                      const std::vector<bool>* out_buffers = nullptr);
 }  // namespace opdump::pt::detail

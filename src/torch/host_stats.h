@@ -126,7 +126,7 @@ class PendingWork {
   static bool on_background_thread();
   // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
-  void force(const std::vector<const c10::StorageImpl*>& storages) {
+  void force(c10::ArrayRef<const c10::StorageImpl*> storages) {
     for (const c10::StorageImpl* s : storages) force(s);
   }
   void force_all();

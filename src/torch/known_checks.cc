@@ -83,7 +83,7 @@ double KnownChecks::bound_of(const at::Tensor& t) {
   return kUnknownBound;
 }
 
-void KnownChecks::written(const std::vector<const c10::StorageImpl*>& storages) {
+void KnownChecks::written(c10::ArrayRef<const c10::StorageImpl*> storages) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (generations_.empty()) return;
   for (const c10::StorageImpl* s : storages)
@@ -105,8 +105,8 @@ void KnownChecks::clear() {
   generations_.clear();
 }
 
-std::vector<BoundOperand> KnownChecks::operand_bounds(const BoundedOp& op, const std::vector<at::Tensor>& inputs) {
-  std::vector<BoundOperand> operands = op.operands;
+BoundedOp::Operands KnownChecks::operand_bounds(const BoundedOp& op, const std::vector<at::Tensor>& inputs) {
+  BoundedOp::Operands operands = op.operands;
   for (size_t k = 0; k < operands.size(); ++k) {
     const int slot = op.input_index[k];
     if (slot < 0) continue;
@@ -122,7 +122,8 @@ std::vector<BoundOperand> KnownChecks::operand_bounds(const BoundedOp& op, const
 }
 
 double KnownChecks::bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output) {
-  return output_bound(op.rule, operand_bounds(op, inputs), output);
+  const BoundedOp::Operands operands = operand_bounds(op, inputs);
+  return output_bound(op.rule, BoundOperands(operands.data(), operands.size()), output);
 }
 
 std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
@@ -131,7 +132,7 @@ std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, con
   if (outputs.size() != 1 || !outputs[0].defined() || !outputs[0].device().is_cpu() ||
       outputs[0].layout() != at::kStrided || !dtype_of(outputs[0].scalar_type(), &dtype))
     return std::nullopt;  // (output_bound gives no bound for other than real floating dtypes)
-  const double bound = bound_is_clean(op.clean_before) ? op.clean_before : output_bound(op.rule, operand_bounds(op, inputs), dtype);
+  const double bound = bound_is_clean(op.clean_before) ? op.clean_before : bound_before(op, inputs, dtype);
   if (!bound_is_clean(bound)) return std::nullopt;
   OverflowCheck clean;
   clean.max_abs = bound;

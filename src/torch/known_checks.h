@@ -4,6 +4,7 @@
 // elementwise op's output be known clean without reading it (range_bound.h).
 #pragma once
 #include <ATen/ATen.h>
+#include <c10/util/SmallVector.h>
 
 #include <limits>
 #include <mutex>
@@ -26,11 +27,13 @@ OverflowCheck check_host(const at::Tensor& t);
 // An op whose output has a bound rule (range_bound.h), as the rule reads its arguments: tensors
 // by their index in the op's tensor inputs (tensors_of), their bounds looked up when the output is
 // checked; an input the op writes in place by its bound before the op (infinite when not known then).
+// (Inline storage for the few operands of the ops that have rules: no allocation per op.)
 struct BoundedOp {
+  using Operands = c10::SmallVector<BoundOperand, 5>;
   BoundRule rule = BoundRule::None;
-  std::vector<BoundOperand> operands;
-  std::vector<int> input_index;  // per operand: its slot among the tensor inputs, -1 for numbers and others
-  std::vector<std::pair<size_t, double>> written_before;  // (slot, bound)
+  Operands operands;
+  c10::SmallVector<int, 5> input_index;  // per operand: its slot among the tensor inputs, -1 for numbers and others
+  c10::SmallVector<std::pair<size_t, double>, 2> written_before;  // (slot, bound)
   // The output's bound when the operands' bounds already showed it clean before the op ran
   // (KnownChecks::bound_before); infinite otherwise.
   double clean_before = kUnknownBound;
@@ -99,14 +102,14 @@ class KnownChecks {
   // infinite when an operand's bound the rule reads is not known.
   double bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output);
   // An op wrote these storages.
-  void written(const std::vector<const c10::StorageImpl*>& storages);
+  void written(c10::ArrayRef<const c10::StorageImpl*> storages);
   void drop_dead();  // entries of tensors that died
   void clear();
 
  private:
   // The rule's operands with the bounds of the tensors among them: `written_before`'s for the
   // inputs it lists, the tensors' own (as known now) for the others.
-  std::vector<BoundOperand> operand_bounds(const BoundedOp& op, const std::vector<at::Tensor>& inputs);
+  BoundedOp::Operands operand_bounds(const BoundedOp& op, const std::vector<at::Tensor>& inputs);
 
   struct Entry {
     c10::weak_intrusive_ptr<c10::TensorImpl> impl;

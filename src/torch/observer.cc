@@ -268,7 +268,7 @@ class Observer final : public RuntimeListener {
     // Every op of the level is in the execution order, dumped or not.
     ctx->report.identify(op_type, ctx->name, model, model_id);
     ctx->executed = true;
-    const std::vector<at::Tensor> inputs = tensors_of(fn.inputs());
+    std::vector<at::Tensor> inputs = tensors_of(fn.inputs());
     ids_.ids(inputs, ctx->input_ids, &ctx->named);
     const OpPlan plan = ctx->report.decide();
     if (plan.scene) {
@@ -277,7 +277,8 @@ class Observer final : public RuntimeListener {
       if (settings.scene == Scene::Overflow && settings.h5_file)
         ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
       Busy busy(ts);
-      scenes_.start(fn, *dumper, ctx->written, ctx->scene);
+      // (the scene keeps the op's tensors: moved there unless the dump captures them below)
+      scenes_.start(fn, *dumper, plan.dump ? inputs : std::move(inputs), ctx->written, ctx->scene);
     }
     if (!plan.dump) return ctx;
 
@@ -337,7 +338,7 @@ class Observer final : public RuntimeListener {
     OpReport& report = ctx->report;
     DumpSink& dumper = report.dumper();
     if (dumper.settings().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
-    const std::vector<at::Tensor> results = tensors_of(fn.outputs());
+    std::vector<at::Tensor> results = tensors_of(fn.outputs());
     std::vector<uint64_t> output_ids;
     ids_.ids(results, output_ids, &ctx->named);
     std::string source;
@@ -351,7 +352,7 @@ class Observer final : public RuntimeListener {
       for (const at::Tensor& t : results)
         *report.stream_id() = std::max(*report.stream_id(), stream_of(t));
       Busy busy(ts);
-      scenes_.end(fn, report.shared_dumper(), report.record(), ctx->scene);
+      scenes_.end(fn, report.shared_dumper(), report.record(), ctx->selected ? results : std::move(results), ctx->scene);
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;
@@ -398,8 +399,8 @@ class Observer final : public RuntimeListener {
     ThreadState& ts = state();
     if (ts.busy) return;
     try {
-      std::vector<const c10::TensorImpl*> written;
-      std::vector<const c10::StorageImpl*> storages;
+      WrittenTensors written;
+      WrittenStorages storages;
       ts.written_args.collect(fn, written, storages);
       barrier_.force(storages);
       if (!barrier_.empty()) return;

@@ -242,7 +242,7 @@ class OverflowScene {
   // An op is about to write tensors that pending checks hold, to dump them if a check fires:
   // those keep a copy of what they hold (an asynchronous copy on the device, where waiting for
   // the checks would stall the training until the device caught up).
-  void keep_before_write(const std::vector<const c10::TensorImpl*>& written) {
+  void keep_before_write(c10::ArrayRef<const c10::TensorImpl*> written) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::pair<const c10::TensorImpl*, at::Tensor>> copies;  // one per tensor, however many hold it
     for (PendingCheck& p : pending_)
@@ -347,7 +347,7 @@ namespace {
 // be dumped, and what it overwrites needs neither a copy nor a check first. Sets
 // `bounded.clean_before`. Only for one written input that can overflow: the op's output.
 bool clean_before_writing(KnownChecks& known, const std::vector<at::Tensor>& inputs,
-                          const std::vector<const c10::TensorImpl*>& written, BoundedOp& bounded) {
+                          c10::ArrayRef<const c10::TensorImpl*> written, BoundedOp& bounded) {
   if (written.empty()) return false;
   const at::Tensor* output = nullptr;
   for (const at::Tensor& t : inputs) {
@@ -365,8 +365,8 @@ bool clean_before_writing(KnownChecks& known, const std::vector<at::Tensor>& inp
 }
 }  // namespace
 
-void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const std::vector<const c10::TensorImpl*>& written,
-                        SceneOp& op) {
+void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, std::vector<at::Tensor> inputs,
+                        c10::ArrayRef<const c10::TensorImpl*> written, SceneOp& op) {
   const Scene scene = dumper.settings().scene;
   op.uncaught = std::uncaught_exceptions();
   if (is_exception_scene(scene)) {
@@ -383,7 +383,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
   }
   const char* op_type = std::strstr(fn.name(), "::") + 2;
   if (dumper.overflow_ignored(op_type)) return;
-  op.inputs = tensors_of(fn.inputs());
+  op.inputs = std::move(inputs);
   BoundedOp& bounded = op.bounded;
   bounded = bounded_op(op_type, fn.inputs());
   const bool bounds = bounded.rule != BoundRule::None;
@@ -396,10 +396,11 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
       if (bounds) bounded.written_before.emplace_back(i, kUnknownBound);
       continue;
     }
-    if (!quiet) quiet.emplace();
+    const bool host_contiguous = t.device().is_cpu() && t.is_contiguous();
+    if (!host_contiguous && !quiet) quiet.emplace();  // ATen copies or makes it contiguous
     if (!t.device().is_cpu() || static_cast<size_t>(t.numel()) * t.element_size() <= kCopyWrittenBytes) {
       if (bounds) bounded.written_before.emplace_back(i, state_->known.bound_of(t));
-      t = t.clone();
+      t = host_contiguous ? copy_contiguous_host(t) : t.clone();
       dumper.count_overflow_copy(static_cast<uint64_t>(t.numel()) * t.element_size());
     } else {
       op.prechecked.emplace_back(i, state_->known.of(t));
@@ -409,7 +410,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, const st
 }
 
 void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& shared, const OpRecord& record,
-                      SceneOp& op) {
+                      std::vector<at::Tensor> outputs, SceneOp& op) {
   DumpSink& dumper = *shared;
   const Scene scene = dumper.settings().scene;
   if (is_exception_scene(scene)) {
@@ -422,7 +423,6 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSi
   }
   if (scene == Scene::Overflow) {
     if (std::uncaught_exceptions() > op.uncaught || dumper.overflow_ignored(record.id.op_type)) return;
-    std::vector<at::Tensor> outputs = tensors_of(fn.outputs());
     // Known clean now from its operands' bounds: nothing to read, nothing to hold.
     if (op.bounded.rule != BoundRule::None && state_->known.bounded_check(op.bounded, op.inputs, outputs)) {
       dumper.count_overflow_check(0, /*bounded=*/true);
@@ -435,7 +435,7 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSi
   if (scene == Scene::Watcher) {
     QuietAten quiet;
     if (dumper.watched_op(record.id.op_name, record.id.op_type))
-      state_->watcher.watch(record, tensors_of(fn.outputs()));
+      state_->watcher.watch(record, std::move(outputs));
     else if (dumper.watch_layer_op(record.id.op_name, record.id.op_type))
       state_->watcher.check_after(dumper, record);
   }
@@ -448,7 +448,7 @@ void DebugScenes::iteration_end() {
   state_->known.drop_dead();
 }
 
-void DebugScenes::written(const std::vector<const c10::StorageImpl*>& storages) { state_->known.written(storages); }
+void DebugScenes::written(c10::ArrayRef<const c10::StorageImpl*> storages) { state_->known.written(storages); }
 
 void DebugScenes::filled(const at::RecordFunction& fn) {
   const BoundedOp op = bounded_op(std::strstr(fn.name(), "::") + 2, fn.inputs());

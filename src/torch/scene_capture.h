@@ -40,13 +40,15 @@ class DebugScenes {
   ~DebugScenes();
   DebugScenes(const DebugScenes&) = delete;
   DebugScenes& operator=(const DebugScenes&) = delete;
-  // `written`: tensors the op may modify in place (schema alias annotations).
-  void start(const at::RecordFunction& fn, DumpSink& dumper, const std::vector<const c10::TensorImpl*>& written,
-             SceneOp& op);
-  void end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, SceneOp& op);
+  // `inputs` / `outputs`: the op's tensors (tensors_of its arguments / results), the scene's to
+  // keep; `written`: tensors the op may modify in place (schema alias annotations).
+  void start(const at::RecordFunction& fn, DumpSink& dumper, std::vector<at::Tensor> inputs,
+             c10::ArrayRef<const c10::TensorImpl*> written, SceneOp& op);
+  void end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& dumper, const OpRecord& record,
+           std::vector<at::Tensor> outputs, SceneOp& op);
   // An op (any op, of the dump's level or not) wrote these storages: what is known of tensors
   // in them is stale, even through an alias whose version counter did not move (`.data`).
-  void written(const std::vector<const c10::StorageImpl*>& storages);
+  void written(c10::ArrayRef<const c10::StorageImpl*> storages);
   // An op filled a tensor with one value (zero_, fill_: no op of the dump's level, they compute
   // nothing): its bound is that value's magnitude.
   void filled(const at::RecordFunction& fn);

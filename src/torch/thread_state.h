@@ -75,8 +75,8 @@ struct OpCtx final : at::ObserverContext {
   std::string name;
   at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
   std::vector<DumpTensor> inputs;
-  std::vector<const c10::TensorImpl*> written;  // tensors this op may modify in place
-  std::vector<const c10::StorageImpl*> written_storages;  // and the storages they write
+  WrittenTensors written;  // tensors this op may modify in place
+  WrittenStorages written_storages;  // and the storages they write
   bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
   at::Tensor added_to_zeros;  // add_ into a tensor holding +0 only: the tensor added (StatsCache::share)
   uint32_t zeros_version = 0;  // ...and the version of the tensor it adds into, before

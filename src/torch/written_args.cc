@@ -30,12 +30,9 @@ const WrittenArgs::Positions& WrittenArgs::of(const at::RecordFunction& fn) {
   return by_overload_.emplace(fn.name(), std::move(p)).first->second;
 }
 
-void WrittenArgs::collect(const at::RecordFunction& fn, std::vector<const c10::TensorImpl*>& tensors,
-                          std::vector<const c10::StorageImpl*>& storages) {
+void WrittenArgs::collect(const at::RecordFunction& fn, WrittenTensors& tensors, WrittenStorages& storages) {
   const auto& positions = of(fn).written;
   if (positions.empty()) return;
-  tensors.reserve(tensors.size() + positions.size());  // one allocation each: most ops write one tensor
-  storages.reserve(storages.size() + positions.size());
   auto add = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     tensors.push_back(t.unsafeGetTensorImpl());

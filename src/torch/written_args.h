@@ -4,12 +4,18 @@
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
 namespace opdump::pt::detail {
+
+// What one op writes: most write one tensor (an optimizer's _foreach_ ops, one per parameter), so
+// the lists live inside the op's context without an allocation of their own.
+using WrittenTensors = c10::SmallVector<const c10::TensorImpl*, 4>;
+using WrittenStorages = c10::SmallVector<const c10::StorageImpl*, 4>;
 
 // Per thread (no lock): the written arguments of each operator overload seen, by its name
 // pointer (RecordFunction names of dispatcher ops are one static string per overload).
@@ -21,8 +27,7 @@ class WrittenArgs {
   };
   const Positions& of(const at::RecordFunction& fn);
   // The tensors (and their storages) `fn` may modify in place.
-  void collect(const at::RecordFunction& fn, std::vector<const c10::TensorImpl*>& tensors,
-               std::vector<const c10::StorageImpl*>& storages);
+  void collect(const at::RecordFunction& fn, WrittenTensors& tensors, WrittenStorages& storages);
   // Per dump slot of `fn`'s input tensors: whether it is an out= buffer.
   std::vector<bool> out_buffer_slots(const at::RecordFunction& fn);
 

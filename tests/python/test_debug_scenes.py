@@ -125,16 +125,21 @@ def test_context_manager_of_seed_003(scene, tmp_path):
     assert [e["op_type"] for e in out["overflows"]][0] == "exp"
 
 
-@pytest.mark.parametrize("elements", [1000, 400_000])  # 4 KB: copied before the op; 1.6 MB: checked instead
-def test_overflow_in_place_keeps_what_the_op_read(tmp_path, elements):
+# 4 KB: copied before the op (by a memcpy); the same every other column, a strided view (copied by
+# ATen); 1.6 MB: checked instead
+@pytest.mark.parametrize("elements,strided", [(1000, False), (1000, True), (400_000, False)])
+def test_overflow_in_place_keeps_what_the_op_read(tmp_path, elements, strided):
     code = ("import json, sys, torch, opdump\n"
-            "x = torch.full((int(sys.argv[2]),), 200.0)\n"
+            "n, strided = int(sys.argv[2]), sys.argv[3] == '1'\n"
+            "x = torch.full((n * 2,) if strided else (n,), 200.0)\n"
+            "x[1::2] = 0.5 if strided else 200.0\n"  # (a copy of the wrong bytes would show)
             "with opdump.dumper(check_overflow=True, dump_path=sys.argv[1]) as d:\n"
             "    y = x * 1.0\n"          # finite
-            "    y.exp_()\n"             # in place: exp(200) overflows float32
+            "    (y[::2] if strided else y).exp_()\n"  # in place: exp(200) overflows float32
             "print(json.dumps(d.root_cause))\n"
             "print(d.h5_path)\n")
-    proc = subprocess.run([PYTHON, "-c", code, str(tmp_path / "o"), str(elements)], capture_output=True, text=True,
+    proc = subprocess.run([PYTHON, "-c", code, str(tmp_path / "o"), str(elements), "1" if strided else "0"],
+                          capture_output=True, text=True,
                           timeout=600, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
     assert proc.returncode == 0, proc.stderr
     root = json.loads(proc.stdout.splitlines()[-2])

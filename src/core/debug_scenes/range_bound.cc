@@ -36,17 +36,17 @@ double widening(DType output) {
 }
 
 // The magnitude of argument `i` when it is of `kind`; `absent` when there is no such argument.
-double arg(const std::vector<BoundOperand>& args, size_t i, BoundOperand::Kind kind, double absent = kUnknown) {
+double arg(BoundOperands args, size_t i, BoundOperand::Kind kind, double absent = kUnknown) {
   if (i >= args.size()) return absent;
   return args[i].kind == kind ? args[i].magnitude : kUnknown;
 }
-double tensor_or_number(const std::vector<BoundOperand>& args, size_t i) {
+double tensor_or_number(BoundOperands args, size_t i) {
   if (i >= args.size() || args[i].kind == BoundOperand::Kind::Other) return kUnknown;
   return args[i].magnitude;
 }
 
 // Arguments past the rule's: none, or one out= tensor.
-bool nothing_else(const std::vector<BoundOperand>& args, size_t rule_args) {
+bool nothing_else(BoundOperands args, size_t rule_args) {
   return args.size() <= rule_args || (args.size() == rule_args + 1 && args.back().kind == BoundOperand::Kind::Tensor);
 }
 
@@ -58,7 +58,7 @@ BoundRule bound_rule(std::string_view op_type) {
   return BoundRule::None;
 }
 
-double output_bound(BoundRule rule, const std::vector<BoundOperand>& args, DType output) {
+double output_bound(BoundRule rule, BoundOperands args, DType output) {
   using Kind = BoundOperand::Kind;
   if (!dtype_is_float(output)) return kUnknown;
   double b = kUnknown;

@@ -8,6 +8,7 @@
 // rounding the op's arithmetic can add in the output's dtype.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string_view>
 #include <vector>
@@ -45,10 +46,28 @@ struct BoundOperand {
   static BoundOperand other() { return {}; }
 };
 
+// An op's operands, wherever they are kept (the adapter keeps them inside the op's context, without
+// an allocation per op).
+class BoundOperands {
+ public:
+  BoundOperands(const BoundOperand* data, size_t size) : data_(data), size_(size) {}
+  BoundOperands(const std::vector<BoundOperand>& operands) : BoundOperands(operands.data(), operands.size()) {}
+  // (a braced list lives to the end of the call it is written in)
+  BoundOperands(std::initializer_list<BoundOperand> operands) : BoundOperands(operands.begin(), operands.size()) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const BoundOperand& operator[](size_t i) const { return data_[i]; }
+  const BoundOperand& back() const { return data_[size_ - 1]; }
+
+ private:
+  const BoundOperand* data_;
+  size_t size_;
+};
+
 // An upper bound of |x| over the op's output of dtype `output` (a real floating dtype), or
 // infinity when the rule cannot give one: an operand's bound unknown, arguments not as the rule
 // expects (a trailing out= tensor is allowed), or no rule.
-OPDUMP_ADAPTER_API double output_bound(BoundRule rule, const std::vector<BoundOperand>& args, DType output);
+OPDUMP_ADAPTER_API double output_bound(BoundRule rule, BoundOperands args, DType output);
 
 // Whether every element of a tensor with |x| <= bound is clean under each overflow check
 // (finite; within float16's range, and short of its saturation at 65504).
