@@ -32,6 +32,14 @@ void HelperPool::run(std::vector<std::function<void()>>& jobs) {
   has_work_.notify_all();
   jobs[0]();
   lock.lock();
+  while (!queue_.empty()) {  // (only this call's jobs are queued: busy_)
+    std::function<void()>* job = queue_.front();
+    queue_.pop_front();
+    lock.unlock();
+    (*job)();
+    lock.lock();
+    --pending_;
+  }
   done_.wait(lock, [&] { return pending_ == 0; });
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "opdump/api.h"
 #include "stats/stats.h"
 
 namespace opdump {
@@ -19,15 +20,16 @@ namespace opdump {
 class HelperPool : public std::enable_shared_from_this<HelperPool> {
  public:
   static std::shared_ptr<HelperPool> make() { return std::shared_ptr<HelperPool>(new HelperPool()); }
-  ~HelperPool();
+  OPDUMP_ADAPTER_API ~HelperPool();
   HelperPool(const HelperPool&) = delete;
   HelperPool& operator=(const HelperPool&) = delete;
 
-  // Runs jobs[1..] on helpers and jobs[0] on the caller; returns when all are done.
+  // Runs jobs[1..] on helpers and jobs[0] on the caller, which then takes the jobs no helper has
+  // started yet (a helper may not have been scheduled); returns when all are done.
   void run(std::vector<std::function<void()>>& jobs);
   // run() as a ParallelRunner that keeps the pool alive (statistics computed later, lazily, may
   // outlive the dump that asked for them).
-  ParallelRunner runner();
+  OPDUMP_ADAPTER_API ParallelRunner runner();  // (the adapter splits forced work with one)
 
  private:
   HelperPool() = default;
