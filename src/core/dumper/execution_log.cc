@@ -55,6 +55,9 @@ void ExecutionLog::record(const OpRecord& op, const std::vector<uint64_t>& input
   }
   // Appended in place: a row of temporaries is a dozen allocations per op on the training thread.
   std::string& rows = rows_[op.model_id];
+  // As long as the graph's rows of the last iteration: growing them step by step copied them a
+  // dozen times an iteration, the larger copies on the training thread's heap.
+  if (rows.empty()) rows.reserve(row_bytes_[op.model_id]);
   append_number(rows, op.iteration);
   rows += ',';
   append_number(rows, op.id.task_id);
@@ -88,6 +91,7 @@ void ExecutionLog::flush_locked() {
   if (rows_.empty()) return;
   before_flush_();  // before the writer creates folders below the run's root again
   for (const auto& [graph, text] : graph_text_) graphs_done_.insert(graph);
+  for (const auto& [graph, text] : rows_) row_bytes_[graph] = text.size() + text.size() / 8;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     batches_.push_back(Batch{std::move(rows_), std::move(graph_text_), std::move(tensor_names_), iteration_});

@@ -52,6 +52,7 @@ class ExecutionLog {
   std::mutex mutex_;  // guards the iteration in progress
   uint64_t iteration_ = UINT64_MAX;
   std::map<uint64_t, std::string> rows_;        // graph -> csv rows of the current iteration
+  std::map<uint64_t, size_t> row_bytes_;        // graph -> what to reserve for them: its last iteration's size
   std::map<uint64_t, std::string> graph_text_;  // graph -> .ir text of its first iteration
   std::string tensor_names_;                    // rows of tensor_names.csv not yet written
   std::set<uint64_t> graphs_done_;
