@@ -306,7 +306,8 @@ class Observer final : public RuntimeListener {
     }
     --ts.depth;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
-    for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
+    if (!ts.cache.empty())
+      for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);
     if (ctx->added_to_zeros.defined()) {
       const auto& outs = fn.outputs();
       // (an add_ that threw wrote nothing: its version is unchanged)
@@ -366,7 +367,9 @@ class Observer final : public RuntimeListener {
 
   static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const DumpSink* dumper,
                               PendingWork& barrier) {
-    if (!dumper || !dumper->settings().statistics || dumper->settings().statistics_on_device)
+    // (a debug scene other than the watcher dumps no statistics: nothing would read the entry)
+    if (!dumper || !dumper->settings().statistics || dumper->settings().statistics_on_device ||
+        (dumper->settings().scene != Scene::Normal && dumper->settings().scene != Scene::Watcher))
       return;
     const StatsOptions options = dumper->stats_options();
     if (options.md5 || options.xxhash) return;  // hashes need the data

@@ -342,6 +342,28 @@ DebugScenes::DebugScenes(const RuntimeInterface& runtime, PendingWork& barrier)
 DebugScenes::~DebugScenes() = default;
 
 namespace {
+// Checks now, on this thread, the host tensors among a bounded op's operands whose bounds are not
+// known yet (their producer's check still queued: backward's gradient reaching a zeroed .grad moments
+// after the op that made it), when together they are no larger than `budget` bytes, what the op
+// would otherwise copy: a read in cache instead of an allocation and a write. (What is too large to
+// copy is prechecked instead, which costs nothing when its own bound is known: a zeroed .grad.)
+// False when there was nothing to check, or too much.
+bool check_unknown_operands(KnownChecks& known, const BoundedOp& bounded, const std::vector<at::Tensor>& inputs,
+                            size_t budget) {
+  c10::SmallVector<const at::Tensor*, 4> unknown;
+  size_t bytes = 0;
+  for (const int slot : bounded.input_index) {
+    if (slot < 0 || static_cast<size_t>(slot) >= inputs.size()) continue;
+    const at::Tensor& t = inputs[slot];
+    if (!t.defined() || !t.device().is_cpu() || known.bound_of(t) != kUnknownBound) continue;
+    unknown.push_back(&t);
+    bytes += static_cast<size_t>(t.numel()) * t.element_size();
+  }
+  if (unknown.empty() || bytes > budget) return false;
+  for (const at::Tensor* t : unknown) known.of(*t);
+  return true;
+}
+
 // An in-place op whose operands' bounds show its output clean before it runs (an optimizer's
 // add_ and mul_ on tensors already checked or bounded, zero_): it cannot overflow, so it will not
 // be dumped, and what it overwrites needs neither a copy nor a check first. Sets
@@ -358,7 +380,11 @@ bool clean_before_writing(KnownChecks& known, const std::vector<at::Tensor>& inp
   }
   DType dtype;
   if (!output || !output->device().is_cpu() || !dtype_of(output->scalar_type(), &dtype)) return false;
-  const double bound = known.bound_before(bounded, inputs, dtype);
+  double bound = known.bound_before(bounded, inputs, dtype);
+  const size_t output_bytes = static_cast<size_t>(output->numel()) * output->element_size();
+  if (!bound_is_clean(bound) && output_bytes <= kCopyWrittenBytes &&
+      check_unknown_operands(known, bounded, inputs, output_bytes))
+    bound = known.bound_before(bounded, inputs, dtype);
   if (!bound_is_clean(bound)) return false;
   bounded.clean_before = bound;
   return true;

@@ -122,3 +122,33 @@ def test_an_in_place_op_known_clean_before_it_runs_is_not_copied(tmp_path):
     assert out["known"]["overflow_bounded"] == 2 and out["known"]["overflow_bytes_copied"] == 0
     assert out["unknown"]["overflow_bytes_copied"] == 400_000
     assert [e["op_type"] for e in out["overflows"]] == ["mul_"]
+
+
+def test_an_accumulation_checks_its_operand_instead_of_copying_what_it_overwrites(tmp_path):
+    # backward's gradient reaches AccumulateGrad moments after the op that made it: its check is still
+    # queued behind a large one. The add_ into the zeroed gradient checks that operand itself (a read in
+    # cache) and is then known clean before it runs: nothing copied. One whose operand leaves float16's
+    # range is still copied, read and reported, with its input as it was.
+    out = run(tmp_path, """
+        g = torch.ones(100_000)  # 400 KB: an in-place write copies it first unless known clean
+        big, x = torch.rand(4_000_000), torch.rand(100_000)
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            g.zero_()
+            late = big * 2.0   # 16 MB to check on the background thread, ahead of the next one
+            incoming = x * 3.0
+            g.add_(incoming)   # |g| <= 0 + 3: clean, once incoming's check is done
+            clean = opdump.counters()
+            late = big * 2.0
+            incoming = x * 70000.0
+            g.add_(incoming)   # beyond float16's range
+            fired = opdump.counters()
+        print(json.dumps({"clean": clean, "fired": fired, "overflows": d.overflows, "root": d.root_cause}))
+        """)
+    assert out["clean"]["overflow_bytes_copied"] == 0
+    assert out["clean"]["overflow_bounded"] >= 1  # the add_, from its operands' bounds
+    assert out["fired"]["overflow_bytes_copied"] == 400_000
+    assert [e["op_type"] for e in out["overflows"]] == ["mul", "add_"]
+    root = out["root"]
+    assert root["op_type"] == "mul"
+    add = out["overflows"][1]
+    assert add["tensors"][0]["io"] == "input" and add["tensors"][0]["beyond_fp16"] == 0  # g as add_ read it
