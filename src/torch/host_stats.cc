@@ -1,6 +1,5 @@
 #include "host_stats.h"
 
-#include "stats/helper_pool.h"
 #include "util/fork.h"
 #include "util/log.h"
 #include "util/thread_budget.h"
@@ -60,13 +59,8 @@ void run_on_intra_op_threads(std::vector<std::function<void()>>& jobs) {
 IntraOpSplit intra_op_split() {
   if (PendingWork::on_background_thread() || at::in_parallel_region()) return {};
   const int threads = at::get_num_threads();
-  if (threads > 1) return {&run_on_intra_op_threads, static_cast<unsigned>(threads)};
-  // One training thread and a core beside it (the background thread's, which this work jumped:
-  // the write barrier forced it, an optimizer's in-place update about to overwrite what it reads).
-  // Not in a forked child: the helper stayed in the parent.
-  if (hardware_threads() < 2 || in_forked_child()) return {};
-  static const ParallelRunner* const helper = new ParallelRunner(HelperPool::make()->runner());  // kept: ops may run during exit
-  return {*helper, 2};
+  if (threads <= 1) return {};
+  return {&run_on_intra_op_threads, static_cast<unsigned>(threads)};
 }
 
 void LazyStats::compute(std::vector<at::Tensor>& release) {

@@ -215,9 +215,8 @@ class StatsCache {
 };
 
 // How the calling thread may split a large tensor's pass: over torch's intra-op threads, which
-// are started and waiting between ops (a split costs microseconds), or, with one training thread,
-// with one helper thread on another core. Nothing to split with on the background thread (it would
-// take the training threads' cores) or inside a parallel region.
+// are started and waiting between ops (a split costs microseconds). Nothing to split with on the
+// background thread (those threads serve the training threads) or inside a parallel region.
 struct IntraOpSplit {
   static constexpr size_t kFromBytes = size_t(1) << 20;
   ParallelRunner runner = nullptr;

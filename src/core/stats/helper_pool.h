@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "opdump/api.h"
 #include "stats/stats.h"
 
 namespace opdump {
@@ -20,7 +19,7 @@ namespace opdump {
 class HelperPool : public std::enable_shared_from_this<HelperPool> {
  public:
   static std::shared_ptr<HelperPool> make() { return std::shared_ptr<HelperPool>(new HelperPool()); }
-  OPDUMP_ADAPTER_API ~HelperPool();
+  ~HelperPool();
   HelperPool(const HelperPool&) = delete;
   HelperPool& operator=(const HelperPool&) = delete;
 
@@ -29,7 +28,7 @@ class HelperPool : public std::enable_shared_from_this<HelperPool> {
   void run(std::vector<std::function<void()>>& jobs);
   // run() as a ParallelRunner that keeps the pool alive (statistics computed later, lazily, may
   // outlive the dump that asked for them).
-  OPDUMP_ADAPTER_API ParallelRunner runner();  // (the adapter splits forced work with one)
+  ParallelRunner runner();
 
  private:
   HelperPool() = default;
