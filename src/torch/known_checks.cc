@@ -121,9 +121,11 @@ BoundedOp::Operands KnownChecks::operand_bounds(const BoundedOp& op, const std::
   return operands;
 }
 
-double KnownChecks::bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output) {
-  const BoundedOp::Operands operands = operand_bounds(op, inputs);
-  return output_bound(op.rule, BoundOperands(operands.data(), operands.size()), output);
+double KnownChecks::bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output,
+                                 BoundedOp::Operands* operands) {
+  const BoundedOp::Operands read = operand_bounds(op, inputs);
+  if (operands) *operands = read;
+  return output_bound(op.rule, BoundOperands(read.data(), read.size()), output);
 }
 
 std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,

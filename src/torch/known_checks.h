@@ -100,7 +100,9 @@ class KnownChecks {
   // The bound of a bounded op's output of dtype `output` from its operands' bounds as they are
   // before it runs (what an op writing an input in place reads is the input as it is now);
   // infinite when an operand's bound the rule reads is not known.
-  double bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output);
+  // `operands`, when given, gets the operands with the bounds it read (infinite: not known).
+  double bound_before(const BoundedOp& op, const std::vector<at::Tensor>& inputs, DType output,
+                      BoundedOp::Operands* operands = nullptr);
   // An op wrote these storages.
   void written(c10::ArrayRef<const c10::StorageImpl*> storages);
   void drop_dead();  // entries of tensors that died

@@ -348,14 +348,16 @@ namespace {
 // would otherwise copy: a read in cache instead of an allocation and a write. (What is too large to
 // copy is prechecked instead, which costs nothing when its own bound is known: a zeroed .grad.)
 // False when there was nothing to check, or too much.
-bool check_unknown_operands(KnownChecks& known, const BoundedOp& bounded, const std::vector<at::Tensor>& inputs,
-                            size_t budget) {
+// `read`: the operands with the bounds bound_before read for them.
+bool check_unknown_operands(KnownChecks& known, const BoundedOp& bounded, const BoundedOp::Operands& read,
+                            const std::vector<at::Tensor>& inputs, size_t budget) {
   c10::SmallVector<const at::Tensor*, 4> unknown;
   size_t bytes = 0;
-  for (const int slot : bounded.input_index) {
-    if (slot < 0 || static_cast<size_t>(slot) >= inputs.size()) continue;
+  for (size_t k = 0; k < read.size() && k < bounded.input_index.size(); ++k) {
+    const int slot = bounded.input_index[k];
+    if (slot < 0 || static_cast<size_t>(slot) >= inputs.size() || read[k].magnitude != kUnknownBound) continue;
     const at::Tensor& t = inputs[slot];
-    if (!t.defined() || !t.device().is_cpu() || known.bound_of(t) != kUnknownBound) continue;
+    if (!t.defined() || !t.device().is_cpu()) continue;
     unknown.push_back(&t);
     bytes += static_cast<size_t>(t.numel()) * t.element_size();
   }
@@ -384,10 +386,11 @@ bool clean_before_writing(KnownChecks& known, const std::vector<at::Tensor>& inp
   }
   DType dtype;
   if (!output || !output->device().is_cpu() || !dtype_of(output->scalar_type(), &dtype)) return false;
-  double bound = known.bound_before(bounded, inputs, dtype);
+  BoundedOp::Operands read;
+  double bound = known.bound_before(bounded, inputs, dtype, &read);
   const size_t output_bytes = static_cast<size_t>(output->numel()) * output->element_size();
   if (!bound_is_clean(bound) && output_bytes <= kCopyWrittenBytes &&
-      check_unknown_operands(known, bounded, inputs, output_bytes))
+      check_unknown_operands(known, bounded, read, inputs, output_bytes))
     bound = known.bound_before(bounded, inputs, dtype);
   if (!bound_is_clean(bound)) return false;
   bounded.clean_before = bound;
