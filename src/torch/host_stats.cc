@@ -77,9 +77,9 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
     options.runner = split.runner;
     options.parallel_threshold_bytes = IntraOpSplit::kFromBytes;
   }
-  stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
-                                    Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                         options);
+  const void* data = tensor_.numel() ? tensor_.data_ptr() : nullptr;
+  stats_ = compute_stats(TensorView{data, dtype_, Shape(tensor_.sizes().begin(), tensor_.sizes().end())}, options);
+  fingerprint_ = data ? fingerprint(data, static_cast<size_t>(tensor_.numel()) * tensor_.element_size()) : 0;
   release.push_back(std::move(tensor_));
 }
 
@@ -282,27 +282,39 @@ uint64_t storage_fingerprint(const at::Tensor& t) {
   return s && s->data() && s->nbytes() ? fingerprint(s->data(), s->nbytes()) : 0;
 }
 
+namespace {
+uint64_t memory_fingerprint(const at::Tensor& memory) {
+  return memory.numel() ? fingerprint(memory.data_ptr(), static_cast<size_t>(memory.numel()) * memory.element_size()) : 0;
+}
+}  // namespace
+
+bool StatsCache::describes(const Entry& e, const at::Tensor& t, const at::Tensor& memory) {
+  if (e.impl.expired() || e.version != static_cast<uint32_t>(t._version()) || e.data != (t.numel() ? t.data_ptr() : nullptr)) return false;
+  if (!e.fingerprint_of_stats) return e.fingerprint == memory_fingerprint(memory);
+  if (!e.stats->done()) return true;
+  return e.stats->computed_fingerprint() == memory_fingerprint(memory);
+}
+
 std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options,
                                                      bool now, PendingWork& barrier) {
-  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   const bool tracked = !t.is_inference();  // inference tensors have no version counter
-  const uint32_t version = tracked ? t._version() : 0;
-  const void* data = t.numel() ? t.data_ptr() : nullptr;
   // A dense permutation of its memory (a transposed weight, a channels-last activation) has the
   // statistics of that memory in its own order, which need no copy; hashes follow element order.
   const bool in_memory_order = t.is_contiguous() || (!options.md5 && !options.xxhash && t.is_non_overlapping_and_dense());
   at::Tensor c = in_memory_order ? t : t.contiguous();
-  const uint64_t fp = c.numel() ? fingerprint(c.data_ptr(), c.numel() * c.element_size()) : 0;
-  auto it = entries_.find(impl);
-  if (tracked && it != entries_.end() && it->second.describes(version, data, fp)) {
+  auto it = tracked ? entries_.find(t.unsafeGetTensorImpl()) : entries_.end();
+  if (it != entries_.end() && describes(it->second, t, c)) {
     if (now) it->second.stats->get();
     return it->second.stats;
   }
+  // A copy's statistics are of what was copied, which no write barrier holds for the tensor: its
+  // entry keeps the tensor's fingerprint as it is now.
+  const std::optional<uint64_t> fp = in_memory_order || !tracked ? std::nullopt : std::optional(memory_fingerprint(c));
   const c10::StorageImpl* storage = storage_of(c);
   auto stats = std::make_shared<LazyStats>(barrier, std::move(c), dtype, options);
   if (now || !tracked) stats->get();
   else barrier.add(storage, stats);
-  if (tracked) remember(t, version, data, fp, stats, it);  // `it` still valid: only this thread's observer changes entries_
+  if (tracked) remember(t, fp, stats, it);  // `it` still valid: only this thread's observer changes entries_
   return stats;
 }
 
@@ -312,18 +324,15 @@ void StatsCache::remember_filled(const at::Tensor& t, DType dtype, PendingWork& 
   const uint64_t bytes = n * t.element_size();
   TensorStats stats = constant_stats(TensorView{t.data_ptr(), dtype, {1}}, n);
   const bool zeros = stats.count == stats.zero && !std::signbit(stats.max);  // +0, not -0
-  remember(t, t._version(), t.data_ptr(), fingerprint(t.data_ptr(), bytes), std::make_shared<LazyStats>(barrier, stats, bytes),
+  remember(t, memory_fingerprint(t), std::make_shared<LazyStats>(barrier, stats, bytes),
            entries_.find(t.unsafeGetTensorImpl()), zeros);
 }
 
 StatsCache::Entries::iterator StatsCache::current(const at::Tensor& t) {
-  // (the fingerprint below reads numel elements from the data pointer: only a contiguous tensor's)
+  // (a fingerprint reads numel elements from the data pointer: only a contiguous tensor's)
   if (t.is_inference() || !t.is_contiguous()) return entries_.end();
   auto it = entries_.find(t.unsafeGetTensorImpl());
-  if (it == entries_.end()) return it;
-  const void* data = t.numel() ? t.data_ptr() : nullptr;
-  const uint64_t fp = data ? fingerprint(data, t.numel() * t.element_size()) : 0;
-  return it->second.describes(t._version(), data, fp) ? it : entries_.end();
+  return it != entries_.end() && describes(it->second, t, t) ? it : entries_.end();
 }
 
 bool StatsCache::holds_zeros(const at::Tensor& t) {
@@ -339,13 +348,18 @@ void StatsCache::share(const at::Tensor& out, const at::Tensor& same, PendingWor
   if (source == entries_.end()) return;
   const uint64_t bytes = static_cast<uint64_t>(out.numel()) * out.element_size();
   auto stats = std::make_shared<LazyStats>(barrier, source->second.stats, bytes);
-  remember(out, out._version(), out.data_ptr(), fingerprint(out.data_ptr(), bytes), std::move(stats),
-           entries_.find(out.unsafeGetTensorImpl()));
+  remember(out, memory_fingerprint(out), std::move(stats), entries_.find(out.unsafeGetTensorImpl()));
 }
 
-void StatsCache::remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp,
-                          std::shared_ptr<LazyStats> stats, Entries::iterator at, bool zeros) {
-  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version, data, fp, std::move(stats), zeros};
+void StatsCache::remember(const at::Tensor& t, std::optional<uint64_t> fp, std::shared_ptr<LazyStats> stats,
+                          Entries::iterator at, bool zeros) {
+  Entry entry{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()),
+              static_cast<uint32_t>(t._version()),
+              t.numel() ? t.data_ptr() : nullptr,
+              fp.value_or(0),
+              std::move(stats),
+              zeros,
+              !fp.has_value()};
   if (at != entries_.end()) at->second = std::move(entry);
   else spare_.insert(entries_, t.unsafeGetTensorImpl(), std::move(entry));
 }

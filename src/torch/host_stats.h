@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <deque>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -72,10 +73,14 @@ class LazyStats final : public LazyWork, public DeferredStats {
     return stats_;
   }
   uint64_t bytes() const { return bytes_; }
+  // The fingerprint of what the statistics were computed from (valid once done(); 0 for
+  // statistics not computed from a tensor of their own).
+  uint64_t computed_fingerprint() const { return fingerprint_; }
 
  private:
   void compute(std::vector<at::Tensor>& release) override;
   at::Tensor tensor_;
+  uint64_t fingerprint_ = 0;  // written before done(), read after
   std::shared_ptr<LazyStats> same_values_;
   DType dtype_;
   StatsOptions options_;
@@ -198,16 +203,21 @@ class StatsCache {
     uint64_t fingerprint;
     std::shared_ptr<LazyStats> stats;
     bool zeros = false;  // filled with +0
-    // Whether it describes a live tensor now at this version, data pointer and fingerprint.
-    bool describes(uint32_t now_version, const void* now_data, uint64_t now_fingerprint) const {
-      return !impl.expired() && version == now_version && data == now_data && fingerprint == now_fingerprint;
-    }
+    // The fingerprint is the one `stats` takes as it is computed (an op's output is not sampled on
+    // the training thread when it is captured, only when it is looked up after its statistics are done).
+    bool fingerprint_of_stats = false;
   };
+  // Whether `e` describes `t` (`memory` its elements in memory order) as it is now: the tensor
+  // lives at this version and data pointer, and its sampled words are those the statistics were
+  // computed from. Statistics still pending need no samples: every write through an op forces
+  // them first (the write barrier), so what they will be computed from is what `t` holds now.
+  static bool describes(const Entry& e, const at::Tensor& t, const at::Tensor& memory);
   using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
   // The entry of a contiguous `t` when it describes `t` as it is now (entries_.end() when none does).
   Entries::iterator current(const at::Tensor& t);
   // `at`: the tensor's entry if it has one (entries_.end() when not known).
-  void remember(const at::Tensor& t, uint32_t version, const void* data, uint64_t fp, std::shared_ptr<LazyStats> stats,
+  // `fp`: the fingerprint of `t`'s memory now; nullopt: the one `stats` takes as it is computed.
+  void remember(const at::Tensor& t, std::optional<uint64_t> fp, std::shared_ptr<LazyStats> stats,
                 Entries::iterator at, bool zeros = false);
   static void clear_entry(Entry& e);  // a kept node holds neither the dead tensor nor its statistics
   Entries entries_;

@@ -306,6 +306,29 @@ def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
         assert float(r["Avg Value"]) == pytest.approx(-(n + 1) / 2, rel=1e-6)
 
 
+UNSEEN_WRITES = r"""
+import time
+x = torch.arange(1.0, 2.0**20 + 1)                # 4 MB
+opdump.set_dump(sys.argv[1] + ".json")
+a = torch.neg(x)                                 # summarized lazily, on the background thread
+time.sleep(1)                                    # (done by now)
+a.numpy()[:] = 7.0                               # written unseen: no op, no version
+torch.abs(a)
+b = torch.neg(x)
+b.numpy()[:] = 3.0                               # at once: its statistics may still be pending
+torch.abs(b)
+opdump.finalize_dump()
+"""
+
+
+def test_writes_no_op_shows_are_seen_by_the_next_op_reading_the_tensor(tmp_path):
+    """A tensor written where no op and no version shows it (through NumPy) is summarized again as
+    the next op's input: its remembered statistics are checked against sampled words of its memory
+    once they are done (while they are pending, they will be computed from what the tensor holds)."""
+    rows = [r for r in statistics_of(tmp_path, UNSEEN_WRITES, input_output=0) if r["Op Type"] == "abs" and r["IO"] == "input"]
+    assert [(float(r["Min Value"]), float(r["Max Value"])) for r in rows] == [(7.0, 7.0), (3.0, 3.0)]
+
+
 FIRST_IN_PLACE = r"""
 g, x = torch.ones(2**20), torch.arange(2.0**20)   # 4 MB: summarized lazily unless known to be written
 opdump.set_dump(sys.argv[1] + ".json")
