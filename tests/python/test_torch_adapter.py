@@ -329,6 +329,26 @@ def test_writes_no_op_shows_are_seen_by_the_next_op_reading_the_tensor(tmp_path)
     assert [(float(r["Min Value"]), float(r["Max Value"])) for r in rows] == [(7.0, 7.0), (3.0, 3.0)]
 
 
+PLACEHOLDER_ROWS = r"""
+a, out = torch.ones(3), torch.empty(3)
+opdump.set_dump(sys.argv[1] + ".json")
+for _ in range(50):
+    torch.add(a, a, out=out)                     # input slot 2: a placeholder (out= buffer, not read)
+    torch.neg(a)
+opdump.finalize_dump()
+"""
+
+
+def test_a_placeholders_statistics_row_comes_in_its_ops_order(tmp_path):
+    """A slot without data gets its empty row among its op's rows, in execution order."""
+    rows = statistics_of(tmp_path, PLACEHOLDER_ROWS, input_output=0)
+    assert [(r["Op Type"], r["IO"], r["Slot"]) for r in rows] == 50 * [
+        ("add", "input", "0"), ("add", "input", "1"), ("add", "input", "2"), ("add", "output", "0"),
+        ("neg", "input", "0"), ("neg", "output", "0")]
+    empty = [r for r in rows if r["Slot"] == "2"]
+    assert all(r["Data Size"] == "0" and r["Max Value"] == "null" and r["Shape"] == "(0)" for r in empty)
+
+
 FIRST_IN_PLACE = r"""
 g, x = torch.ones(2**20), torch.arange(2.0**20)   # 4 MB: summarized lazily unless known to be written
 opdump.set_dump(sys.argv[1] + ".json")

@@ -20,6 +20,16 @@ class DeferredStats {
   virtual TensorStats get() = 0;
 };
 
+// Statistics known when the row is made (those of a slot without elements).
+class KnownStats final : public DeferredStats {
+ public:
+  explicit KnownStats(TensorStats stats) : stats_(std::move(stats)) {}
+  TensorStats get() override { return stats_; }
+
+ private:
+  TensorStats stats_;
+};
+
 // A tensor handed to the Dumper: contiguous bytes described by `view`, kept alive by `owner`.
 // An adapter that computes the statistics itself sets `deferred_stats`; they are asked for on a
 // writer thread after owner->wait_ready(), and view.data may then be null (no tensor file is

@@ -328,9 +328,17 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
     stat_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
-    if (t.deferred_stats) {
+    if (t.deferred_stats || t.view.numel() == 0) {
       if (!origin) origin = std::make_shared<const DeferredRows::Origin>(DeferredRows::Origin{folder, op.id});
-      if (!deferred_rows_->add(origin, io, static_cast<uint32_t>(slot), t)) continue;
+      bool full;
+      if (t.deferred_stats) {
+        full = deferred_rows_->add(origin, io, static_cast<uint32_t>(slot), t);
+      } else {  // (a placeholder: an undefined gradient) nothing to read; batched, not a writer task of its own
+        DumpTensor known = t;
+        known.deferred_stats = std::make_shared<KnownStats>(compute_stats(t.view, so));
+        full = deferred_rows_->add(origin, io, static_cast<uint32_t>(slot), known);
+      }
+      if (!full) continue;
     } else {
       writer_->run(uncharged_bytes(t), [this, folder, row = statistic_row(op.id, io, slot, t.view), t, so]() mutable {
         if (t.owner) t.owner->wait_ready();
