@@ -289,7 +289,9 @@ uint64_t memory_fingerprint(const at::Tensor& memory) {
 }  // namespace
 
 bool StatsCache::describes(const Entry& e, const at::Tensor& t, const at::Tensor& memory) {
-  if (e.impl.expired() || e.version != static_cast<uint32_t>(t._version()) || e.data != (t.numel() ? t.data_ptr() : nullptr)) return false;
+  if (e.impl.expired() || e.version != static_cast<uint32_t>(t._version()) ||
+      e.data != (t.numel() ? t.data_ptr() : nullptr))
+    return false;
   if (!e.fingerprint_of_stats) return e.fingerprint == memory_fingerprint(memory);
   if (!e.stats->done()) return true;
   return e.stats->computed_fingerprint() == memory_fingerprint(memory);
