@@ -63,6 +63,13 @@ IntraOpSplit intra_op_split() {
   return {&run_on_intra_op_threads, static_cast<unsigned>(threads)};
 }
 
+namespace {
+// The fingerprint of a tensor's elements in memory order (`memory` contiguous or a dense permutation).
+uint64_t memory_fingerprint(const at::Tensor& memory) {
+  return memory.numel() ? fingerprint(memory.data_ptr(), static_cast<size_t>(memory.numel()) * memory.element_size()) : 0;
+}
+}  // namespace
+
 void LazyStats::compute(std::vector<at::Tensor>& release) {
   if (same_values_) {
     stats_ = same_values_->get();  // counts, sums and squares are the same with a zero's sign changed
@@ -77,9 +84,10 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
     options.runner = split.runner;
     options.parallel_threshold_bytes = IntraOpSplit::kFromBytes;
   }
-  const void* data = tensor_.numel() ? tensor_.data_ptr() : nullptr;
-  stats_ = compute_stats(TensorView{data, dtype_, Shape(tensor_.sizes().begin(), tensor_.sizes().end())}, options);
-  fingerprint_ = data ? fingerprint(data, static_cast<size_t>(tensor_.numel()) * tensor_.element_size()) : 0;
+  stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
+                                    Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
+                         options);
+  fingerprint_ = memory_fingerprint(tensor_);
   release.push_back(std::move(tensor_));
 }
 
@@ -281,12 +289,6 @@ uint64_t storage_fingerprint(const at::Tensor& t) {
   const c10::StorageImpl* s = storage_of(t);
   return s && s->data() && s->nbytes() ? fingerprint(s->data(), s->nbytes()) : 0;
 }
-
-namespace {
-uint64_t memory_fingerprint(const at::Tensor& memory) {
-  return memory.numel() ? fingerprint(memory.data_ptr(), static_cast<size_t>(memory.numel()) * memory.element_size()) : 0;
-}
-}  // namespace
 
 bool StatsCache::describes(const Entry& e, const at::Tensor& t, const at::Tensor& memory) {
   if (e.impl.expired() || e.version != static_cast<uint32_t>(t._version()) ||
