@@ -287,6 +287,8 @@ def main():
                 if args.baseline and mode != "plain":
                     b = run_mode(mode, args.steps, workdir, args.baseline)
                     baseline.setdefault((ALLOCATOR, mode), []).append(this_round[mode] / statistics.median(b["times"]))
+                    print(f"  [{ALLOCATOR} round {r + 1}] {mode:8s} {statistics.median(b['times']) * 1e3:8.1f} ms/step "
+                          f"wall, {statistics.median(b['cpu']) * 1e3:8.1f} ms CPU (baseline)", file=sys.stderr, flush=True)
             for mode in light:
                 ratios[mode].append(this_round[mode] / this_round["plain"])
                 cpu_ratios[mode].append(this_cpu[mode] / this_cpu["plain"])

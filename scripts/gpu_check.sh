@@ -8,7 +8,9 @@
 #                                            runs the CUDA tests (C++ and Python) and the GPU overhead bench;
 #                                            logs and results in OUT
 # Environment of run: GPU_CHECK_BENCH (more arguments of bench/bench_torch.py, "none" skips it; GPU_CHECK_BENCH_S
-# its time limit), GPU_CHECK_TESTS (the last stage's pytest files; GPU_CHECK_REST_S its time limit).
+# its time limit), GPU_CHECK_TESTS (the last stage's pytest files; GPU_CHECK_REST_S its time limit),
+# GPU_CHECK_BASELINE (another checkout, e.g. `git archive` of an earlier commit: built beside this one and measured
+# by the bench in the same rounds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +51,28 @@ pack() {
   echo "gpu_check pack: $(du -sh "$dir" | cut -f1) in $dir ($(ls "$dir/runtime" | wc -l) runtime libraries)"
 }
 
+# Configures and builds the checkout at $1 into $1/build-gpu against the packed prefix $4 and the torch of the
+# Python $3; logs named $2configure-cxxN.log and $2build-cxxN.log.
+build_tree() {
+  local src=$1 logs=$2 py=$3 P=$4 torch_cmake pybind_cmake std
+  torch_cmake=$("$py" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
+  pybind_cmake=$("$py" -m pybind11 --cmakedir 2>/dev/null || true)  # pip's pybind11; Debian's is found by CMake itself
+  # C++17 first; PyTorch 2.13 and later need C++20 to include ATen.
+  for std in 17 20; do
+    if cmake -S "$src" -B "$src/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DCMAKE_CXX_STANDARD=$std \
+      -DCMAKE_PREFIX_PATH="$P;$torch_cmake;$pybind_cmake" -DOPDUMP_PYTHON="$py" -DPKG_CONFIG_EXECUTABLE="$P/bin/pkgconf" \
+      -DOPENSSL_ROOT_DIR="$P" -DProtobuf_PROTOC_EXECUTABLE="$P/bin/protoc" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
+      -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_INSTALL=OFF >"${logs}configure-cxx$std.log" 2>&1 &&
+      ninja -C "$src/build-gpu" >"${logs}build-cxx$std.log" 2>&1; then
+      echo "$src built with C++$std"
+      return 0
+    fi
+    { cat "${logs}configure-cxx$std.log" "${logs}build-cxx$std.log" 2>/dev/null || true; } | grep -v '^\[' | tail -60
+    rm -rf "$src/build-gpu"
+  done
+  return 1
+}
+
 run() {
   local dir out
   dir=$(cd "$1" && pwd)
@@ -70,26 +94,21 @@ run() {
   export PATH=$P/bin:$PATH
   export LD_LIBRARY_PATH=$dir/lib:$L:$L/hdf5/serial${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PKG_CONFIG_PATH=$L/pkgconfig:$P/share/pkgconfig
-  local py torch_cmake pybind_cmake std
+  local py
   py=$(command -v python3)
   "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU")' |
     tee -a "$out/machine.txt"
-  torch_cmake=$("$py" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
-  pybind_cmake=$("$py" -m pybind11 --cmakedir 2>/dev/null || true)  # pip's pybind11; Debian's is found by CMake itself
-  # C++17 first; PyTorch 2.13 and later need C++20 to include ATen.
-  for std in 17 20; do
-    if cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON -DCMAKE_CXX_STANDARD=$std \
-      -DCMAKE_PREFIX_PATH="$P;$torch_cmake;$pybind_cmake" -DOPDUMP_PYTHON="$py" -DPKG_CONFIG_EXECUTABLE="$P/bin/pkgconf" \
-      -DOPENSSL_ROOT_DIR="$P" -DProtobuf_PROTOC_EXECUTABLE="$P/bin/protoc" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
-      -DOPDUMP_BUILD_BENCH=OFF -DOPDUMP_INSTALL=OFF >"$out/configure-cxx$std.log" 2>&1 &&
-      ninja -C build-gpu >"$out/build-cxx$std.log" 2>&1; then
-      echo "built with C++$std"
-      break
-    fi
-    { cat "$out/configure-cxx$std.log" "$out/build-cxx$std.log" 2>/dev/null || true; } | grep -v '^\[' | tail -60
-    [ "$std" = 20 ] && return 1
-    rm -rf build-gpu
-  done
+  # Another checkout (GPU_CHECK_BASELINE) is built beside this one, for the bench to measure both in the same rounds.
+  local base_pid=
+  if [ -n "${GPU_CHECK_BASELINE:-}" ]; then
+    build_tree "$GPU_CHECK_BASELINE" "$out/baseline-" "$py" "$P" &
+    base_pid=$!
+  fi
+  build_tree . "$out/" "$py" "$P" || return 1
+  if [ -n "$base_pid" ] && ! wait "$base_pid"; then
+    echo "the baseline $GPU_CHECK_BASELINE did not build" >&2
+    return 1
+  fi
   local rc=0
   export OPDUMP_BUILD=$PWD/build-gpu OPDUMP_TEST_PYTHON=$py PYTHONPATH=$PWD/build-gpu/python
   local adapter_tests="tests/python/test_torch_adapter.py tests/python/test_debug_scenes.py"
@@ -101,9 +120,11 @@ run() {
     tail -25 || rc=1
   # 3. What dumping costs a GPU training step (each mode in a process of its own, rounds interleaved).
   if [ "${GPU_CHECK_BENCH:-}" != none ]; then
+    local baseline=()
+    [ -z "${GPU_CHECK_BASELINE:-}" ] || baseline=(--baseline "$(cd "$GPU_CHECK_BASELINE" && pwd)/build-gpu/python")
     # shellcheck disable=SC2086
     PYTHONUNBUFFERED=1 timeout "${GPU_CHECK_BENCH_S:-240}" "$py" bench/bench_torch.py --device cuda --modes off,stats,overflow \
-      --steps 10 --rounds 2 --dir /tmp ${GPU_CHECK_BENCH:-} 2>&1 | tee "$out/bench.log" | tail -25 || rc=1
+      --steps 10 --rounds 2 --dir /tmp "${baseline[@]}" ${GPU_CHECK_BENCH:-} 2>&1 | tee "$out/bench.log" | tail -25 || rc=1
   fi
   # 4. The rest of the adapter's tests on this machine's PyTorch (CPU and GPU), in what time is left.
   # shellcheck disable=SC2086
