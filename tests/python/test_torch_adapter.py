@@ -270,15 +270,15 @@ import opdump
 json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
            "saved_data": "statistic", "input_output": int(sys.argv[3]), "kernels": [], "support_device": [0],
            "statistic_category": ["max", "min", "avg"]},
-           "e2e_dump_settings": {"enable": True}}, open(sys.argv[1] + ".json", "w"))
+           "e2e_dump_settings": {"enable": True, **json.loads(sys.argv[4])}}, open(sys.argv[1] + ".json", "w"))
 """
 
 
-def statistics_of(tmp_path, body, input_output):
+def statistics_of(tmp_path, body, input_output, e2e=None):
     """The statistic rows of a dump `body` makes (Python after STATISTICS_DUMP, which writes the config
-    file for opdump.set_dump(sys.argv[1] + ".json"))."""
-    subprocess.run([PYTHON, "-c", STATISTICS_DUMP + body, str(tmp_path / "d"), str(BUILD / "python"), str(input_output)],
-                   check=True, timeout=300)
+    file for opdump.set_dump(sys.argv[1] + ".json")); `e2e`: more e2e_dump_settings."""
+    subprocess.run([PYTHON, "-c", STATISTICS_DUMP + body, str(tmp_path / "d"), str(BUILD / "python"), str(input_output),
+                    json.dumps(e2e or {})], check=True, timeout=300)
     return dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0].rsplit("/", 1)[0])
 
 
@@ -295,10 +295,13 @@ opdump.finalize_dump()
 """
 
 
-def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path):
+@pytest.mark.parametrize("stat_calc_mode", ["host", "device"])
+def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path, stat_calc_mode):
     """An op that writes a tensor through another TensorImpl sharing its storage first finishes
-    the tensor's pending statistics."""
-    rows = [r for r in statistics_of(tmp_path, ALIAS_WRITES, input_output=2) if r["Op Type"] == "neg" and r["IO"] == "output"]
+    the tensor's pending statistics (host), or stages it for its reduction (device: the ATen path
+    CUDA tensors take, here on the CPU)."""
+    rows = [r for r in statistics_of(tmp_path, ALIAS_WRITES, input_output=2, e2e={"stat_calc_mode": stat_calc_mode})
+            if r["Op Type"] == "neg" and r["IO"] == "output"]
     n = 4 * 2**20
     assert len(rows) == 3
     for r in rows:
