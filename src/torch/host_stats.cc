@@ -7,6 +7,10 @@
 
 #include <ATen/Parallel.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <chrono>
@@ -353,6 +357,57 @@ void StatsCache::share(const at::Tensor& out, const at::Tensor& same, PendingWor
   const uint64_t bytes = static_cast<uint64_t>(out.numel()) * out.element_size();
   auto stats = std::make_shared<LazyStats>(barrier, source->second.stats, bytes);
   remember(out, memory_fingerprint(out), std::move(stats), entries_.find(out.unsafeGetTensorImpl()));
+}
+
+std::shared_ptr<LazyStats> StatsCache::remembered(const at::Tensor& t) {
+  if (!t.device().is_cpu()) return nullptr;
+  auto it = current(t);
+  return it == entries_.end() ? nullptr : it->second.stats;
+}
+
+namespace {
+// Whether this thread's floating point keeps denormals: neither flushed to zero when produced nor
+// read as zero (x86's MXCSR FTZ and DAZ, Arm's FPCR FZ; torch.set_flush_denormal sets them).
+bool denormals_kept() {
+#if defined(__x86_64__) || defined(__i386__)
+  return (_mm_getcsr() & 0x8040u) == 0;
+#elif defined(__aarch64__)
+  uint64_t fpcr;
+  asm volatile("mrs %0, fpcr" : "=r"(fpcr));
+  return (fpcr & (uint64_t(1) << 24)) == 0;
+#else
+  return false;  // unknown: never derived
+#endif
+}
+
+// x * factor as the kernel computes it for a tensor of `T` (the scalar converted to T first).
+template <typename T>
+double product(double x, double factor) {
+  return static_cast<double>(static_cast<T>(x) * static_cast<T>(factor));
+}
+}  // namespace
+
+void StatsCache::remember_scaled(const at::Tensor& out, LazyStats& before, double factor, PendingWork& barrier) {
+  const at::ScalarType type = out.scalar_type();
+  if ((type != at::kFloat && type != at::kDouble) || !(factor > 0.5 && factor <= 1.0) || out.is_inference() ||
+      !out.is_contiguous() || out.numel() == 0 || !denormals_kept())
+    return;
+  if (type == at::kFloat && static_cast<double>(static_cast<float>(factor)) <= 0.5) return;  // 0.5 + tiny rounds to 0.5
+  // Done before the product was taken (the write barrier forced them): pending ones would now read the product.
+  if (!before.done()) return;
+  TensorStats stats = before.get();
+  // (a hash needs the data: dumps that ask for one never get here)
+  if (stats.count != static_cast<uint64_t>(out.numel()) || !stats.md5.empty() || !stats.xxhash.empty()) return;
+  if (stats.finite) {
+    stats.max = type == at::kFloat ? product<float>(stats.max, factor) : product<double>(stats.max, factor);
+    stats.min = type == at::kFloat ? product<float>(stats.min, factor) : product<double>(stats.min, factor);
+    const double f = type == at::kFloat ? static_cast<double>(static_cast<float>(factor)) : factor;
+    stats.sum *= f;
+    stats.sum_sq *= f * f;
+  }
+  const uint64_t bytes = static_cast<uint64_t>(out.numel()) * out.element_size();
+  remember(out, memory_fingerprint(out), std::make_shared<LazyStats>(barrier, stats, bytes),
+           entries_.find(out.unsafeGetTensorImpl()));
 }
 
 void StatsCache::remember(const at::Tensor& t, std::optional<uint64_t> fp, std::shared_ptr<LazyStats> stats,

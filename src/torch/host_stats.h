@@ -191,6 +191,16 @@ class StatsCache {
   // zeroed): it holds `same`'s elements, zeros as +0, and takes `same`'s statistics when they are
   // known for `same` as it is now. Both contiguous, of one dtype and shape.
   void share(const at::Tensor& out, const at::Tensor& same, PendingWork& barrier);
+  // The statistics remembered for `t` as it is now (nullptr when none are).
+  std::shared_ptr<LazyStats> remembered(const at::Tensor& t);
+  // `out` was just multiplied in place by `factor` (mul_ by a scalar: SGD's and Adam's momentum
+  // buffers, RMSprop's averages, AdamW's decay), `before` the statistics of what it held. Its
+  // statistics follow from those without a pass over it where that is exact -- float32 or float64
+  // (each product rounded once), `factor` in (0.5, 1] (no element rounds to zero, changes sign or
+  // overflows, so counts stay; min and max are the rounded products of the old ones), denormals
+  // neither flushed nor read as zero -- and are remembered then; sums are the old ones times
+  // `factor` (squares times its square), within the rounding of the pass's own float32 lanes.
+  void remember_scaled(const at::Tensor& out, LazyStats& before, double factor, PendingWork& barrier);
   void forget(const c10::TensorImpl* impl);
   void drop_dead();  // entries of tensors that died
   bool empty() const { return entries_.empty(); }

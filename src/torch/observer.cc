@@ -55,6 +55,41 @@ void note_added_to_zeros(const at::RecordFunction& fn, StatsCache& cache, OpCtx&
   ctx.zeros_version = self._version();
 }
 
+// A product in place by a scalar (mul_ with a Python number) of a tensor whose statistics are
+// remembered: the result's may follow from them (StatsCache::remember_scaled). Sets the op's
+// `scaled_from`, `scale_factor` and `scaled_version` when it is one.
+void note_scaled(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
+  if (std::strcmp(fn.name(), "aten::mul_") != 0) return;
+  const auto inputs = fn.inputs();
+  if (inputs.size() != 2 || !inputs[0].isTensor()) return;
+  const c10::IValue& other = inputs[1];
+  double factor;
+  if (other.isDouble()) {
+    factor = other.toDouble();
+  } else if (other.isTensor() && other.toTensor().unsafeGetTensorImpl()->is_wrapped_number() &&
+             other.toTensor().scalar_type() == at::kDouble) {
+    factor = *other.toTensor().data_ptr<double>();  // (item() would be an op of its own)
+  } else {
+    return;
+  }
+  if (!(factor > 0.5 && factor <= 1.0)) return;
+  const at::Tensor& self = inputs[0].toTensor();
+  if (!self.defined() || !(self.scalar_type() == at::kFloat || self.scalar_type() == at::kDouble)) return;
+  ctx.scaled_from = cache.remembered(self);
+  ctx.scale_factor = factor;
+  ctx.scaled_version = self._version();
+}
+
+// Whether the dump's statistics are the host's, remembered per tensor version (StatsCache): a debug
+// scene other than the watcher dumps none, and hashes need the data.
+bool remembers_host_statistics(const DumpSink* dumper) {
+  if (!dumper || !dumper->settings().statistics || dumper->settings().statistics_on_device ||
+      (dumper->settings().scene != Scene::Normal && dumper->settings().scene != Scene::Watcher))
+    return false;
+  const StatsOptions options = dumper->stats_options();
+  return !options.md5 && !options.xxhash;
+}
+
 class Observer final : public RuntimeListener {
  public:
   explicit Observer(RuntimeInterface& runtime) : runtime_(runtime), scenes_(runtime, barrier_), ids_(runtime) {}
@@ -193,7 +228,10 @@ class Observer final : public RuntimeListener {
     ts.written_args.collect(fn, ctx->written, ctx->written_storages);
     barrier_.force(ctx->written_storages);  // summarize before this op writes it
     ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
-    if (!ctx->written.empty() && !ts.cache.empty()) note_added_to_zeros(fn, ts.cache, *ctx);
+    if (!ctx->written.empty() && !ts.cache.empty()) {
+      note_added_to_zeros(fn, ts.cache, *ctx);
+      note_scaled(fn, ts.cache, *ctx);
+    }
     ctx->depth = ts.depth++;
     const int level = level_.load(std::memory_order_relaxed);
     if (level == static_cast<int>(ObserveLevel::Modules)) return ctx;  // only the front end's module records
@@ -314,6 +352,14 @@ class Observer final : public RuntimeListener {
       if (!outs.empty() && outs[0].isTensor() && outs[0].toTensor()._version() != ctx->zeros_version)
         ts.cache.share(outs[0].toTensor(), ctx->added_to_zeros, barrier_);
     }
+    if (ctx->scaled_from) {
+      const auto& outs = fn.outputs();
+      const DumpSink* dumper = ctx->report ? ctx->report.shared_dumper().get() : runtime_.dump_sink().get();
+      // (a mul_ that threw wrote nothing: its version is unchanged)
+      if (!outs.empty() && outs[0].isTensor() && outs[0].toTensor()._version() != ctx->scaled_version &&
+          remembers_host_statistics(dumper))
+        ts.cache.remember_scaled(outs[0].toTensor(), *ctx->scaled_from, ctx->scale_factor, barrier_);
+    }
     if (!ctx->written_storages.empty() && scene_.load(std::memory_order_relaxed) == static_cast<int>(Scene::Overflow)) {
       scenes_.written(ctx->written_storages);
       if (ctx->fills) scenes_.filled(fn);  // the gradients an optimizer zeroes are bounded by 0
@@ -367,12 +413,7 @@ class Observer final : public RuntimeListener {
 
   static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const DumpSink* dumper,
                               PendingWork& barrier) {
-    // (a debug scene other than the watcher dumps no statistics: nothing would read the entry)
-    if (!dumper || !dumper->settings().statistics || dumper->settings().statistics_on_device ||
-        (dumper->settings().scene != Scene::Normal && dumper->settings().scene != Scene::Watcher))
-      return;
-    const StatsOptions options = dumper->stats_options();
-    if (options.md5 || options.xxhash) return;  // hashes need the data
+    if (!remembers_host_statistics(dumper)) return;
     const auto& outputs = fn.outputs();
     if (outputs.empty() || !outputs[0].isTensor()) return;
     const at::Tensor& t = outputs[0].toTensor();

@@ -80,6 +80,9 @@ struct OpCtx final : at::ObserverContext {
   bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
   at::Tensor added_to_zeros;  // add_ into a tensor holding +0 only: the tensor added (StatsCache::share)
   uint32_t zeros_version = 0;  // ...and the version of the tensor it adds into, before
+  std::shared_ptr<LazyStats> scaled_from;  // mul_ by a scalar: the statistics of the tensor before
+  double scale_factor = 1;                 // ...the scalar (StatsCache::remember_scaled)
+  uint32_t scaled_version = 0;             // ...and the tensor's version, before
   bool executed = false;    // an op of the configured level: listed in the execution order
   std::vector<uint64_t> input_ids;
   std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name

@@ -219,6 +219,81 @@ def test_statistics_mode_writes_no_tensors_and_matches_device_path(workload, tmp
                     assert float(b[col]) == pytest.approx(float(a[col]), rel=1e-5, abs=1e-6), (it, k, col)
 
 
+MOMENTUM_CATEGORIES = ["max", "min", "avg", "l2norm", "count", "zero count", "negative zero count",
+                       "positive zero count", "nan count"]
+
+
+def test_scaled_momentum_buffers_get_the_statistics_of_their_values(workload, tmp_path):
+    """SGD's buf.mul_(0.9) scales a buffer whose statistics are remembered: statistics mode derives the
+    product's from them instead of a pass over it (StatsCache::remember_scaled). They equal those
+    computed from the tensors a full dump copies: min, max and counts exactly, sums within float32's
+    rounding; and the add_ that then writes the buffer reads it as the product left it."""
+    runs = {}
+    for saved in ("statistic", "full"):
+        cfg = ms_config(tmp_path / saved, iteration="all", saved_data=saved, common={"statistic_category": MOMENTUM_CATEGORIES})
+        runs[saved] = workload("small", steps=3, config=cfg)
+    assert runs["statistic"]["losses"] == runs["full"]["losses"]
+    scaled = 0
+    for it in (1, 2):  # the buffers exist from the first step's end
+        rows = {}
+        for saved in runs:
+            folder = iteration_folder(runs[saved]["report"]["root"], it)
+            rows[saved] = {(r["Op Name"], r["IO"], r["Slot"]): r for r in dr.statistics(folder)}
+        assert rows["statistic"].keys() == rows["full"].keys()
+        for key, full in rows["full"].items():
+            if not re.fullmatch(r"Default/(mul|add)_-op\d+", key[0]):  # the optimizer's
+                continue
+            mine = rows["statistic"][key]
+            scaled += key[0].startswith("Default/mul_") and key[1] == "output"
+            for col in ("Max Value", "Min Value", "Count", "Zero Count", "Negative Zero Count", "Positive Zero Count",
+                        "NaN Count"):
+                assert mine[col] == full[col], (it, key, col)
+            # Sums are within float32's rounding of the magnitudes summed (a mean near zero is mostly rounding).
+            rms = float(full["L2Norm Value"]) / np.sqrt(float(full["Count"]))
+            assert float(mine["Avg Value"]) == pytest.approx(float(full["Avg Value"]), abs=1e-6 * rms), (it, key)
+            assert float(mine["L2Norm Value"]) == pytest.approx(float(full["L2Norm Value"]), rel=1e-6), (it, key)
+    assert scaled == 2 * 6  # a buffer per parameter: conv1's, bn1's and fc's weights and biases
+    # Derived, not summarized again: the product's sums are its input's times 0.9 (as float32) to the
+    # last digits; the full dump's summaries of the copies, each rounded its own way, are not all so.
+    def derived(rows):
+        ins = {k[0]: r for k, r in rows.items() if k[0].startswith("Default/mul_") and k[1:] == ("input", "0")}
+        return [float(r["Avg Value"]) == pytest.approx(float(ins[k[0]]["Avg Value"]) * float(np.float32(0.9)), rel=1e-12)
+                for k, r in rows.items() if k[0].startswith("Default/mul_") and k[1] == "output"]
+    assert all(derived(rows["statistic"])) and len(derived(rows["statistic"])) == 6
+    assert not all(derived(rows["full"]))
+
+
+SCALED_DENORMALS = r"""
+tiny = torch.tensor([1e-45, -1e-45, 3e-45, 1.0, -2.0])  # the smallest denormal, its negative, twice it
+opdump.set_dump(sys.argv[1] + ".json")
+a = torch.neg(tiny)              # summarized and remembered
+a.mul_(0.5)                      # half the smallest denormal rounds to zero
+torch.abs(a)
+b = torch.neg(tiny)
+b.mul_(1.0)                      # (b's statistics done here, with denormals kept: what a product could derive from)
+torch.set_flush_denormal(True)   # denormals read as zero
+b.mul_(0.9)
+torch.set_flush_denormal(False)
+torch.abs(b)
+c = torch.neg(tiny)
+c.mul_(0.9)                      # nothing rounds to zero: derived
+torch.abs(c)
+opdump.finalize_dump()
+"""
+
+
+def test_scaled_statistics_are_not_derived_where_elements_could_round_to_zero(tmp_path):
+    """A product whose elements may become zero (a factor of 0.5 or less, denormals flushed) is summarized
+    again, not derived from the statistics of what it scaled: its zero count is the memory's."""
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush denormals")
+    rows = [r for r in statistics_of(tmp_path, SCALED_DENORMALS, input_output=0,
+                                     categories=("max", "min", "avg", "count", "zero count"))
+            if r["Op Type"] == "abs" and r["IO"] == "input"]
+    assert [int(r["Zero Count"]) for r in rows] == [2, 3, 0]  # as the memory holds them
+    assert [r["Min Value"] for r in rows] == ["-0.5", "-0.9", "-0.9"]
+
+
 # host_work "inline" summarizes as each op ends on its own thread, splitting tensors of 1 MB and up
 # over torch's intra-op threads (resnet18's layer4 weights are 9.4 MB); "auto" does that when
 # torch's threads take every core, so that no background thread competes with them.
@@ -269,16 +344,16 @@ sys.path.insert(0, sys.argv[2])
 import opdump
 json.dump({"common_dump_settings": {"dump_mode": 0, "path": sys.argv[1], "net_name": "net", "iteration": "all",
            "saved_data": "statistic", "input_output": int(sys.argv[3]), "kernels": [], "support_device": [0],
-           "statistic_category": ["max", "min", "avg"]},
+           "statistic_category": json.loads(sys.argv[5])},
            "e2e_dump_settings": {"enable": True, **json.loads(sys.argv[4])}}, open(sys.argv[1] + ".json", "w"))
 """
 
 
-def statistics_of(tmp_path, body, input_output, e2e=None):
+def statistics_of(tmp_path, body, input_output, e2e=None, categories=("max", "min", "avg")):
     """The statistic rows of a dump `body` makes (Python after STATISTICS_DUMP, which writes the config
     file for opdump.set_dump(sys.argv[1] + ".json")); `e2e`: more e2e_dump_settings."""
     subprocess.run([PYTHON, "-c", STATISTICS_DUMP + body, str(tmp_path / "d"), str(BUILD / "python"), str(input_output),
-                    json.dumps(e2e or {})], check=True, timeout=300)
+                    json.dumps(e2e or {}), json.dumps(list(categories))], check=True, timeout=300)
     return dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0].rsplit("/", 1)[0])
 
 
