@@ -373,8 +373,8 @@ opdump.finalize_dump()
 @pytest.mark.parametrize("stat_calc_mode", ["host", "device"])
 def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path, stat_calc_mode):
     """An op that writes a tensor through another TensorImpl sharing its storage first finishes
-    the tensor's pending statistics (host), or stages it for its reduction (device: the ATen path
-    CUDA tensors take, here on the CPU)."""
+    the tensor's pending statistics (host); the device path (the ATen reductions CUDA tensors take,
+    here on the CPU) holds a staging copy made as the op ended, which such writes do not reach."""
     rows = [r for r in statistics_of(tmp_path, ALIAS_WRITES, input_output=2, e2e={"stat_calc_mode": stat_calc_mode})
             if r["Op Type"] == "neg" and r["IO"] == "output"]
     n = 4 * 2**20
