@@ -387,12 +387,16 @@ double product(double x, double factor) {
 }
 }  // namespace
 
+bool StatsCache::scales_exactly(at::ScalarType type, double factor) {
+  if (type == at::kFloat) factor = static_cast<double>(static_cast<float>(factor));  // 0.5 + tiny rounds to 0.5
+  return (type == at::kFloat || type == at::kDouble) && factor > 0.5 && factor <= 1.0;
+}
+
 void StatsCache::remember_scaled(const at::Tensor& out, LazyStats& before, double factor, PendingWork& barrier) {
   const at::ScalarType type = out.scalar_type();
-  if ((type != at::kFloat && type != at::kDouble) || !(factor > 0.5 && factor <= 1.0) || out.is_inference() ||
-      !out.is_contiguous() || out.numel() == 0 || !denormals_kept())
+  if (!scales_exactly(type, factor) || out.is_inference() || !out.is_contiguous() || out.numel() == 0 ||
+      !denormals_kept())
     return;
-  if (type == at::kFloat && static_cast<double>(static_cast<float>(factor)) <= 0.5) return;  // 0.5 + tiny rounds to 0.5
   // Done before the product was taken (the write barrier forced them): pending ones would now read the product.
   if (!before.done()) return;
   TensorStats stats = before.get();

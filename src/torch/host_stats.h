@@ -201,6 +201,9 @@ class StatsCache {
   // neither flushed nor read as zero -- and are remembered then; sums are the old ones times
   // `factor` (squares times its square), within the rounding of the pass's own float32 lanes.
   void remember_scaled(const at::Tensor& out, LazyStats& before, double factor, PendingWork& barrier);
+  // Whether a product by `factor` of a tensor of `type` can take such statistics (the dtype and factor
+  // conditions above).
+  static bool scales_exactly(at::ScalarType type, double factor);
   void forget(const c10::TensorImpl* impl);
   void drop_dead();  // entries of tensors that died
   bool empty() const { return entries_.empty(); }

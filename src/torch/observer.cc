@@ -72,9 +72,8 @@ void note_scaled(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
   } else {
     return;
   }
-  if (!(factor > 0.5 && factor <= 1.0)) return;
   const at::Tensor& self = inputs[0].toTensor();
-  if (!self.defined() || !(self.scalar_type() == at::kFloat || self.scalar_type() == at::kDouble)) return;
+  if (!self.defined() || !StatsCache::scales_exactly(self.scalar_type(), factor)) return;
   ctx.scaled_from = cache.remembered(self);
   ctx.scale_factor = factor;
   ctx.scaled_version = self._version();
