@@ -49,13 +49,15 @@ int main(int argc, char** argv) {
        {std::make_tuple("float32", static_cast<const void*>(f32.data()), DType::Float32, n * 4),
         std::make_tuple("bfloat16", static_cast<const void*>(bf16.data()), DType::BFloat16, n * 2)}) {
     const double copy = best_seconds(5, [&] { std::memcpy(dst.data(), data, bytes); });
-    for (unsigned threads : {1u, 2u}) {
+    // Every category, then the default ones (max, min, l2norm: no sign counts), on one thread.
+    for (auto [threads, sign_counts] : {std::pair{1u, true}, std::pair{2u, true}, std::pair{1u, false}}) {
       StatsOptions o;
       o.threads = threads;
+      o.sign_counts = sign_counts;
       volatile double sink = 0;
       const double stat = best_seconds(5, [&] { sink = compute_stats(TensorView{data, dtype, {int64_t(n)}}, o).sum; });
-      std::printf("  %-8s threads=%u  stats %6.2f GB/s  memcpy %6.2f GB/s  ratio %.2f\n", name, threads,
-                  bytes / stat / 1e9, bytes / copy / 1e9, copy / stat);
+      std::printf("  %-8s threads=%u  stats%s %6.2f GB/s  memcpy %6.2f GB/s  ratio %.2f\n", name, threads,
+                  sign_counts ? "" : " (no sign counts)", bytes / stat / 1e9, bytes / copy / 1e9, copy / stat);
     }
     // The overflow modes' check (NaN/Inf and float16's range), one thread, as a dump runs it.
     volatile uint64_t flagged = 0;

@@ -85,11 +85,9 @@ std::string recorded_cell(const RecordedStats& s, StatCategory c) {
   }
 }
 
-// The hashes the categories ask for; a large tensor split over the command's helper threads.
+// What the categories ask for; a large tensor split over the command's helper threads.
 StatsOptions stats_options(const std::vector<StatCategory>& cats, const ParallelRunner& helpers) {
-  StatsOptions so;
-  so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
-  so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+  StatsOptions so = stats_options_for(cats);
   so.runner = helpers;
   return so;
 }

@@ -44,13 +44,22 @@ LazyStats::LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, Stats
       tensor_(std::move(tensor)),
       dtype_(dtype),
       options_(options),
+      content_(StatsContent::of(options)),
       bytes_(static_cast<uint64_t>(tensor_.numel()) * tensor_.element_size()) {}
 
 LazyStats::LazyStats(PendingWork& barrier, const TensorStats& done, uint64_t bytes)
-    : LazyWork(barrier, /*done=*/true), dtype_(DType::Float32), stats_(done), bytes_(bytes) {}
+    : LazyWork(barrier, /*done=*/true),
+      dtype_(DType::Float32),
+      content_(StatsContent::of(done)),
+      stats_(done),
+      bytes_(bytes) {}
 
 LazyStats::LazyStats(PendingWork& barrier, std::shared_ptr<LazyStats> same_values, uint64_t bytes)
-    : LazyWork(barrier), same_values_(std::move(same_values)), dtype_(DType::Float32), bytes_(bytes) {}
+    : LazyWork(barrier),
+      same_values_(std::move(same_values)),
+      dtype_(DType::Float32),
+      content_(same_values_->content_),
+      bytes_(bytes) {}
 
 namespace {
 void run_on_intra_op_threads(std::vector<std::function<void()>>& jobs) {
@@ -311,7 +320,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   const bool in_memory_order = t.is_contiguous() || (!options.md5 && !options.xxhash && t.is_non_overlapping_and_dense());
   at::Tensor c = in_memory_order ? t : t.contiguous();
   auto it = tracked ? entries_.find(t.unsafeGetTensorImpl()) : entries_.end();
-  if (it != entries_.end() && describes(it->second, t, c)) {
+  if (it != entries_.end() && it->second.stats->answers(options) && describes(it->second, t, c)) {
     if (now) it->second.stats->get();
     return it->second.stats;
   }

@@ -73,6 +73,9 @@ class LazyStats final : public LazyWork, public DeferredStats {
     return stats_;
   }
   uint64_t bytes() const { return bytes_; }
+  // Whether these statistics hold all a pass with `wanted` would (its hashes and sign counts):
+  // a tensor's remembered statistics outlive the dump that asked for them.
+  bool answers(const StatsOptions& wanted) const { return content_.answers(wanted); }
   // The fingerprint of what the statistics were computed from (valid once done(); 0 for
   // statistics not computed from a tensor of their own).
   uint64_t computed_fingerprint() const { return fingerprint_; }
@@ -84,6 +87,7 @@ class LazyStats final : public LazyWork, public DeferredStats {
   std::shared_ptr<LazyStats> same_values_;
   DType dtype_;
   StatsOptions options_;
+  StatsContent content_;  // set when made: the background thread may compute stats_ meanwhile
   TensorStats stats_;
   uint64_t bytes_ = 0;
 };

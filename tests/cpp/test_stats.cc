@@ -268,6 +268,67 @@ TEST(Stats, BFloat16AndFloat16) {
   EXPECT_EQ(sh.max, 65504.0);
 }
 
+// Without sign counts (the default categories ask for none) every other statistic is the same, bit
+// for bit, and the result says its counts were not taken; the stats cache serves it only to
+// requests that do not ask for them.
+TEST(Stats, WithoutSignCountsTheOtherStatisticsAreUnchanged) {
+  StatsOptions without;
+  without.sign_counts = false;
+  auto check = [&](const void* data, DType dtype, int64_t n) {
+    const TensorStats all = compute_stats(TensorView{data, dtype, {n}});
+    const TensorStats some = compute_stats(TensorView{data, dtype, {n}}, without);
+    EXPECT_TRUE(all.sign_counts);
+    EXPECT_FALSE(some.sign_counts);
+    EXPECT_EQ(some.count, all.count);
+    EXPECT_EQ(some.nan, all.nan);
+    EXPECT_EQ(some.pos_inf, all.pos_inf);
+    EXPECT_EQ(some.neg_inf, all.neg_inf);
+    EXPECT_EQ(some.finite, all.finite);
+    EXPECT_EQ(some.min, all.min);
+    EXPECT_EQ(some.max, all.max);
+    EXPECT_EQ(some.sum, all.sum);
+    EXPECT_EQ(some.sum_sq, all.sum_sq);
+    EXPECT_GT(all.negative + all.positive, 0u);
+  };
+  for (size_t n : {1, 17, 4097, 100003}) {
+    auto f = random_floats(n, static_cast<uint32_t>(n) + 11, true);
+    if (n == 1) f[0] = -2.f;
+    check(f.data(), DType::Float32, static_cast<int64_t>(n));
+    std::vector<uint16_t> bf(n), hf(n);
+    for (size_t i = 0; i < n; ++i) {
+      bf[i] = float_to_bf16(f[i]);
+      hf[i] = float_to_half(f[i]);
+    }
+    check(bf.data(), DType::BFloat16, static_cast<int64_t>(n));
+    check(hf.data(), DType::Float16, static_cast<int64_t>(n));
+  }
+}
+
+TEST(Stats, OptionsFollowTheCategoriesAndContentAnswersOnlyWhatItHolds) {
+  const StatsOptions plain = stats_options_for(default_stat_categories());
+  EXPECT_FALSE(plain.sign_counts || plain.md5 || plain.xxhash);
+  for (StatCategory c : {StatCategory::NegativeZeroCount, StatCategory::PositiveZeroCount, StatCategory::ZeroCount})
+    EXPECT_TRUE(stats_options_for({StatCategory::Max, c}).sign_counts) << stat_category_key(c);
+  EXPECT_FALSE(stats_options_for({StatCategory::Count, StatCategory::NanCount}).sign_counts);
+  const StatsOptions hashed = stats_options_for({StatCategory::Md5, StatCategory::XxHash});
+  EXPECT_TRUE(hashed.md5 && hashed.xxhash);
+
+  const StatsOptions counted = stats_options_for(all_stat_categories());
+  EXPECT_TRUE(StatsContent::of(counted).answers(plain));
+  EXPECT_FALSE(StatsContent::of(plain).answers(counted));
+  StatsOptions md5_only;
+  md5_only.md5 = true;
+  md5_only.sign_counts = false;
+  EXPECT_FALSE(StatsContent::of(plain).answers(md5_only));
+  // What a pass holds follows from its result too: a constant's statistics have counts, no hash.
+  const float one = 1.f;
+  const TensorStats constant = constant_stats(TensorView{&one, DType::Float32, {1}}, 8);
+  EXPECT_TRUE(StatsContent::of(constant).answers(stats_options_for({StatCategory::ZeroCount})));
+  EXPECT_FALSE(StatsContent::of(constant).answers(md5_only));
+  std::vector<float> v(64, 1.f);
+  EXPECT_TRUE(StatsContent::of(compute_stats(TensorView{v.data(), DType::Float32, {64}}, md5_only)).answers(md5_only));
+}
+
 TEST(Stats, HalfConversionIsExactForEveryValue) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const float f = half_to_float(static_cast<uint16_t>(h));

@@ -524,6 +524,57 @@ def test_inputs_just_filled_with_a_constant(tmp_path, categories):
         assert filled["MD5"] == hashlib.md5(np.full(n, 2.5).tobytes()).hexdigest()
 
 
+SECOND_DUMP_ASKS_MORE = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import opdump
+root, first_dumps, categories = sys.argv[1], sys.argv[3] == "1", json.loads(sys.argv[4])
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 4))
+opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 4, (4,))
+def step():
+    opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
+opdump.register_model(m, "net"); opdump.hook_optimizer(opt)
+def dump_settings(path, cats):
+    s = {"dump_mode": 0, "path": path, "net_name": "net", "iteration": "all", "saved_data": "statistic",
+         "input_output": 0, "kernels": [], "support_device": [0]}
+    if cats: s["statistic_category"] = cats
+    json.dump({"common_dump_settings": s, "e2e_dump_settings": {"enable": True}}, open(path + ".json", "w"))
+    return path + ".json"
+if first_dumps:
+    opdump.set_dump(dump_settings(root + "/first", None))  # the default categories: no hash, no sign counts
+step(); step()
+if first_dumps:
+    opdump.finalize_dump()
+opdump.set_dump(dump_settings(root + "/second", categories))
+step(); step()
+opdump.finalize_dump()
+"""
+
+
+@pytest.mark.parametrize("asked", [["max", "min", "md5"], ["max", "negative zero count", "positive zero count", "zero count"]])
+def test_statistics_remembered_by_an_earlier_dump_answer_only_what_it_asked(tmp_path, asked):
+    """A tensor's statistics are remembered across dumps (the parameters' from one update to the next
+    forward); a later dump in the same process that asks for more (a hash, the sign counts, which the
+    default categories skip) gets them computed, not the earlier dump's without them: its rows equal
+    those of the same training dumped only with those categories."""
+    def rows(first_dumps):
+        out = tmp_path / str(first_dumps)
+        out.mkdir()
+        run_script(SECOND_DUMP_ASKS_MORE, out, BUILD / "python", int(first_dumps), json.dumps(asked))
+        found = {}  # by the iteration's place among the second dump's, op, side, slot
+        files = sorted(glob.glob(str(out / "second" / "**" / "statistic.csv"), recursive=True))
+        for i, f in enumerate(files):
+            for r in dr.statistics(f.rsplit("/", 1)[0]):
+                found[(i, r["Op Name"], r["IO"], r["Slot"])] = {k: v for k, v in r.items() if k != "Timestamp"}
+        return found
+    after_a_dump, alone = rows(True), rows(False)
+    assert len(alone) > 100 and after_a_dump.keys() == alone.keys()
+    assert all(r.get("MD5", "-") != "" for r in alone.values())
+    assert after_a_dump == alone
+
+
 # ---- replay: the dumped inputs reproduce the dumped outputs ----------------------------------
 
 def rebuild(value, inputs, name):

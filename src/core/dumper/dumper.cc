@@ -313,10 +313,7 @@ CopyBytes Dumper::allocate_copy(size_t bytes) {
 }
 
 StatsOptions Dumper::stats_options() const {
-  const auto& cats = config_.stat_categories;
-  StatsOptions so;
-  so.md5 = std::find(cats.begin(), cats.end(), StatCategory::Md5) != cats.end();
-  so.xxhash = std::find(cats.begin(), cats.end(), StatCategory::XxHash) != cats.end();
+  StatsOptions so = stats_options_for(config_.stat_categories);
   so.threads = 1;  // writer threads already run in parallel
   return so;
 }

@@ -197,12 +197,14 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   detail::StatsPartial total;
   unsigned threads = options.threads ? options.threads : hardware_threads();
   if (!options.runner || bytes < options.parallel_threshold_bytes || threads <= 1 || n < 4096) {
-    kernel(view.data, 0, n, view.dtype, &total);
+    kernel(view.data, 0, n, view.dtype, options.sign_counts, &total);
   } else {
     threads = static_cast<unsigned>(std::min<uint64_t>(threads, n / 4096));
     std::vector<detail::StatsPartial> parts(threads);
     run_split(n, threads, options.runner,
-              [&](uint64_t b, uint64_t e, unsigned t) { kernel(view.data, b, e, view.dtype, &parts[t]); });
+              [&](uint64_t b, uint64_t e, unsigned t) {
+                kernel(view.data, b, e, view.dtype, options.sign_counts, &parts[t]);
+              });
     for (const auto& p : parts) detail::merge(total, p);
   }
   TensorStats s;
@@ -222,9 +224,20 @@ TensorStats compute_stats(const TensorView& view, const StatsOptions& options) {
   s.int_min = total.imin;
   s.uint_max = total.umax;
   s.uint_min = total.umin;
+  s.sign_counts = options.sign_counts;
   if (options.md5) s.md5 = md5_hex(view.data, bytes);
   if (options.xxhash) s.xxhash = xxhash_hex(view.data, bytes);
   return s;
+}
+
+StatsOptions stats_options_for(const std::vector<StatCategory>& categories) {
+  auto asks = [&](StatCategory c) { return std::find(categories.begin(), categories.end(), c) != categories.end(); };
+  StatsOptions so;
+  so.md5 = asks(StatCategory::Md5);
+  so.xxhash = asks(StatCategory::XxHash);
+  so.sign_counts =
+      asks(StatCategory::NegativeZeroCount) || asks(StatCategory::PositiveZeroCount) || asks(StatCategory::ZeroCount);
+  return so;
 }
 
 TensorStats constant_stats(const TensorView& element, uint64_t count) {

@@ -20,7 +20,9 @@ struct StatsPartial {
 
 void merge(StatsPartial& into, const StatsPartial& from);
 
-using StatsKernel = void (*)(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+// `sign_counts`: count elements < 0, > 0 and == 0 (without, floating-point passes leave them 0).
+using StatsKernel = void (*)(const void* data, size_t begin, size_t end, DType dtype, bool sign_counts,
+                             StatsPartial* out);
 
 // Counts NaN/Inf elements and finite elements beyond float16's range (|x| > 65504; for
 // float16 itself with `saturating_limit`, |x| >= 65504). `largest_abs`: the largest |x| (of a
@@ -29,12 +31,12 @@ using RangeScanKernel = void (*)(const void* data, size_t n, DType dtype, bool s
                                  uint64_t* nonfinite, uint64_t* beyond_fp16, double* largest_abs);
 
 namespace k_baseline {
-void compute(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+void compute(const void* data, size_t begin, size_t end, DType dtype, bool sign_counts, StatsPartial* out);
 void range_scan(const void* data, size_t n, DType dtype, bool saturating_limit, uint64_t* nonfinite,
                 uint64_t* beyond_fp16, double* largest_abs);
 }
 namespace k_avx2 {
-void compute(const void* data, size_t begin, size_t end, DType dtype, StatsPartial* out);
+void compute(const void* data, size_t begin, size_t end, DType dtype, bool sign_counts, StatsPartial* out);
 void range_scan(const void* data, size_t n, DType dtype, bool saturating_limit, uint64_t* nonfinite,
                 uint64_t* beyond_fp16, double* largest_abs);
 }
