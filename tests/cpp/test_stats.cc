@@ -289,6 +289,8 @@ TEST(Stats, WithoutSignCountsTheOtherStatisticsAreUnchanged) {
     EXPECT_EQ(some.sum, all.sum);
     EXPECT_EQ(some.sum_sq, all.sum_sq);
     EXPECT_GT(all.negative + all.positive, 0u);
+    EXPECT_EQ(some.cell(StatCategory::Max, dtype), all.cell(StatCategory::Max, dtype));
+    EXPECT_THROW(some.cell(StatCategory::ZeroCount, dtype), Error);  // never a count it did not take
   };
   for (size_t n : {1, 17, 4097, 100003}) {
     auto f = random_floats(n, static_cast<uint32_t>(n) + 11, true);

@@ -138,6 +138,10 @@ double TensorStats::l2norm() const { return std::sqrt(sum_sq); }
 
 std::string TensorStats::cell(StatCategory c, DType dtype) const {
   const bool integer = is_signed_int(dtype) || is_unsigned_int(dtype);
+  if (!sign_counts &&
+      (c == StatCategory::NegativeZeroCount || c == StatCategory::PositiveZeroCount || c == StatCategory::ZeroCount))
+    throw Error(std::string("statistic.csv: \"") + std::string(stat_category_key(c)) +
+                "\" asked of statistics computed without sign counts (StatsOptions::sign_counts)");
   switch (c) {
     case StatCategory::Max:
     case StatCategory::Min: {

@@ -78,8 +78,8 @@ struct StatsOptions {
   bool md5 = false;
   bool xxhash = false;
   // Count elements < 0, > 0 and == 0 (the categories negative zero count, positive zero count and
-  // zero count). A float pass without them is about a quarter faster; the default categories
-  // (max, min, l2norm) need none.
+  // zero count). A float pass without them reads cached data about 40% faster (memory no faster);
+  // the default categories (max, min, l2norm) need none.
   bool sign_counts = true;
   // Threads for one large tensor (0 = hardware concurrency), through `runner` (empty: the
   // calling thread alone). Tensors below parallel_threshold_bytes are done on the calling thread.
