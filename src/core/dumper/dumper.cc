@@ -37,6 +37,8 @@ void check_writable(const std::string& path) {
 Dumper::Dumper(DumpConfig config, DumperOptions options)
     : config_(std::move(config)), settings_(AdapterSettings::of(config_)), options_(options),
       overflow_(config_.overflow_number) {
+  stats_options_ = stats_options_for(config_.stat_categories);
+  stats_options_.threads = 1;  // writer threads already run in parallel
   kernels_ = KernelFilter(config_.kernels, config_.kernels_field);
   for (size_t i = 0; i < config_.dump_list.size(); ++i) {
     const auto& m = config_.dump_list[i];
@@ -310,12 +312,6 @@ CopyBytes Dumper::allocate_copy(size_t bytes) {
   std::shared_ptr<CopyMemory> memory = writer_->allocate_copy(bytes);
   uint8_t* data = memory->mutable_data();
   return CopyBytes{data, std::move(memory)};
-}
-
-StatsOptions Dumper::stats_options() const {
-  StatsOptions so = stats_options_for(config_.stat_categories);
-  so.threads = 1;  // writer threads already run in parallel
-  return so;
 }
 
 void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKind io,

@@ -96,7 +96,7 @@ class Dumper final : public DumpSink {
   void record_watch(const WatchResult& result) override;
   std::vector<WatchResult> watch_changes() const;
 
-  StatsOptions stats_options() const override;
+  StatsOptions stats_options() const override { return stats_options_; }
 
   AsyncWriter& writer() { return *writer_; }
   CopyBytes allocate_copy(size_t bytes) override;
@@ -164,6 +164,7 @@ class Dumper final : public DumpSink {
   DumpConfig config_;
   AdapterSettings settings_;
   DumperOptions options_;
+  StatsOptions stats_options_;  // what config_'s categories ask of each pass (asked per captured tensor)
   std::unique_ptr<ExecutionLog> execution_;  // declared before writer_: outlives the writer's threads
   std::unique_ptr<DeferredRows> deferred_rows_;  // before writer_, like execution_
   std::mutex placeholders_mutex_;
