@@ -1,4 +1,5 @@
 #include "host_stats.h"
+#include "intra_op_split.h"
 
 #include "util/fork.h"
 #include "util/log.h"
@@ -60,21 +61,6 @@ LazyStats::LazyStats(PendingWork& barrier, std::shared_ptr<LazyStats> same_value
       dtype_(DType::Float32),
       content_(same_values_->content_),
       bytes_(bytes) {}
-
-namespace {
-void run_on_intra_op_threads(std::vector<std::function<void()>>& jobs) {
-  at::parallel_for(0, static_cast<int64_t>(jobs.size()), 1, [&jobs](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) jobs[static_cast<size_t>(i)]();
-  });
-}
-}  // namespace
-
-IntraOpSplit intra_op_split() {
-  if (PendingWork::on_background_thread() || at::in_parallel_region()) return {};
-  const int threads = at::get_num_threads();
-  if (threads <= 1) return {};
-  return {&run_on_intra_op_threads, static_cast<unsigned>(threads)};
-}
 
 namespace {
 // The fingerprint of a tensor's elements in memory order (`memory` contiguous or a dense permutation).

@@ -241,16 +241,6 @@ class StatsCache {
   NodeRecycler<Entries> spare_;  // activations die and are replaced every iteration
 };
 
-// How the calling thread may split a large tensor's pass: over torch's intra-op threads, which
-// are started and waiting between ops (a split costs microseconds). Nothing to split with on the
-// background thread (those threads serve the training threads) or inside a parallel region.
-struct IntraOpSplit {
-  static constexpr size_t kFromBytes = size_t(1) << 20;
-  ParallelRunner runner = nullptr;
-  unsigned parts = 1;
-};
-IntraOpSplit intra_op_split();
-
 // The storage a tensor reads (nullptr for tensors without one).
 inline const c10::StorageImpl* storage_of(const at::Tensor& t) {
   return t.defined() && t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;

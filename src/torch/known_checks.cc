@@ -5,6 +5,7 @@
 
 #include "capture.h"
 #include "host_stats.h"
+#include "intra_op_split.h"
 
 namespace opdump::pt::detail {
 
