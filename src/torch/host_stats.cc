@@ -77,15 +77,9 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
     same_values_.reset();
     return;
   }
-  StatsOptions options = options_;
-  if (const IntraOpSplit split = intra_op_split(); split.runner) {
-    options.threads = split.parts;
-    options.runner = split.runner;
-    options.parallel_threshold_bytes = IntraOpSplit::kFromBytes;
-  }
   stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
                                     Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                         options);
+                         intra_op_split().applied_to(options_));
   fingerprint_ = memory_fingerprint(tensor_);
   release.push_back(std::move(tensor_));
 }

@@ -15,6 +15,15 @@ struct IntraOpSplit {
   static constexpr size_t kFromBytes = size_t(1) << 20;
   ParallelRunner runner = nullptr;
   unsigned parts = 1;
+  // `options` with this split for its large tensors (unchanged where there is none).
+  StatsOptions applied_to(StatsOptions options) const {
+    if (runner) {
+      options.threads = parts;
+      options.runner = runner;
+      options.parallel_threshold_bytes = kFromBytes;
+    }
+    return options;
+  }
 };
 IntraOpSplit intra_op_split();
 

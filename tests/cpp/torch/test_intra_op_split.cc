@@ -76,12 +76,7 @@ TEST(IntraOpSplit, SplitStatisticsAreThoseOfOnePass) {
   const TensorView view{t.data_ptr(), DType::Float32, Shape{1 << 21}};
   StatsOptions serial;
   serial.sign_counts = true;
-  StatsOptions split_options = serial;
-  const IntraOpSplit split = intra_op_split();
-  split_options.threads = split.parts;
-  split_options.runner = split.runner;
-  split_options.parallel_threshold_bytes = IntraOpSplit::kFromBytes;
-  const TensorStats a = compute_stats(view, serial), b = compute_stats(view, split_options);
+  const TensorStats a = compute_stats(view, serial), b = compute_stats(view, intra_op_split().applied_to(serial));
   EXPECT_EQ(b.count, a.count);
   EXPECT_EQ(b.min, -7.5);
   EXPECT_EQ(b.max, 9.25);
