@@ -2,7 +2,8 @@
 in one run: resnet18 on the msprobe workload (4x3x64x64, 1000 classes, SGD with momentum 0.9), one
 step dumped (every op's inputs and outputs, api level), each round in fresh processes in rotated
 order. Prints per mode the dumped step's time, the bytes written, MB/s (bytes over the dumped step,
-finalize included), the writer's peak memory in flight and the process's peak RSS; and the ratio h5/npy.
+finalize included), the writer's peak memory in flight and the process's peak RSS; and the ratio h5/npy. Both run
+under the steady allocator of the other benchmarks (steady_allocator.py).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/bench_h5.py [--rounds 3] [--dir /var/tmp]
 """
@@ -14,6 +15,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import steady_allocator
 
 WORKER = r"""
 import json, resource, sys, time, torch, torchvision, opdump
@@ -61,12 +64,12 @@ def main():
             target = os.path.join(work, "run.h5" if mode == "h5" else "npy")
             try:
                 out = subprocess.run([sys.executable, "-c", WORKER, mode, target], capture_output=True, text=True,
-                                     check=True, timeout=900).stdout
+                                     check=True, timeout=900, env=steady_allocator.environment()).stdout
                 results[mode].append(json.loads(out.splitlines()[-1]))
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     print(f"resnet18 4x3x64x64 training step, one step dumped (inputs and outputs, api level); {args.rounds} rounds, "
-          f"medians; dumps in {args.dir}")
+          f"medians; dumps in {args.dir}; {steady_allocator.LABELS['steady']}")
     rates = {}
     for mode in modes:
         rs = results[mode]

@@ -44,6 +44,8 @@ import sys
 import tempfile
 import time
 
+import steady_allocator
+
 WORKER = r"""
 import json, statistics, sys, time, torch, torchvision
 mode, steps, path, threads, model, device = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5],
@@ -133,16 +135,7 @@ print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start,
 THREADS = 0  # torch.set_num_threads in the workers (0: torch's default)
 MODEL = "resnet18"  # the model the workers train
 DEVICE = "cpu"  # where they train
-# glibc's defaults move with what a process frees: after a large block is freed its mmap threshold
-# rises and it trims freed memory back to the kernel, so a plain training step faults its
-# activations in again every step (205k minor faults and 2 s of system time per 10 resnet18 steps
-# here), while tensors a dump holds a little longer change when memory goes back, and the dumped
-# run can come out faster than no tool at all. Fixed thresholds keep the heap steady, as the
-# jemalloc/tcmalloc that CPU training setups preload do: the default for every figure.
-ALLOCATORS = {
-    "steady": {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "17179869184"},
-    "glibc": {},  # glibc's default, dynamic thresholds: labelled as such where printed
-}
+# Every figure under the steady allocator by default (steady_allocator.py says why); --allocator glibc|both.
 ALLOCATOR = "steady"
 LAST_REMOVAL = 0.0  # when remove_tree last deleted files
 
@@ -164,8 +157,7 @@ def settle():
 def run_mode(mode, steps, workdir, pythonpath=None):
     path = os.path.join(workdir, mode.replace("@", "_"))  # dump paths take no "@"
     shutil.rmtree(path, ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    env.update(ALLOCATORS[ALLOCATOR])
+    env = steady_allocator.environment(ALLOCATOR)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL, DEVICE],
@@ -351,9 +343,7 @@ def main():
           f"{os.cpu_count()} cores; median step over {args.steps} steps x {args.rounds} rounds; ratio = median over "
           f"rounds of (mode / plain of the same round)")
     for allocator, (t_medians, t_ratios, t_cpu, t_runs) in tables.items():
-        label = ("steady allocator (glibc thresholds fixed: MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=16 GiB)"
-                 if allocator == "steady" else "glibc's default dynamic thresholds (page faults move with what is freed)")
-        print(f" {label}:")
+        print(f" {steady_allocator.LABELS[allocator]}:")
         for mode in [m for m in modes if t_medians[m]]:
             med = statistics.median(t_medians[mode])
             ratio = statistics.median(t_ratios[mode]) if mode != "plain" else 1.0

@@ -11,7 +11,9 @@ whose first output channel is 0.5% too large. Models: an MLP block (linear, laye
 sigmoid, softmax) and a small CNN (conv2d, batch_norm, relu, max_pool2d, linear), each trained two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
 resnet18's forward (its Python API calls; a linear kernel 0.2% too large). Prints one line per scenario
-and "localized K/N, controls clean C/M"; exit 0 when all are right."""
+and "localized K/N, controls clean C/M"; exit 0 when all are right. The step and the replays run under the
+steady allocator of the other benchmarks (steady_allocator.py): glibc's defaults fault a plain step's memory in
+again every step and make it look slower than it is."""
 import argparse
 import csv
 import json
@@ -20,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import steady_allocator
 
 HERE = pathlib.Path(__file__).resolve().parent
 PYTHON = "/usr/bin/python3"
@@ -139,7 +143,7 @@ def config(path):
 def replay(opdump, dump, out):
     t = time.perf_counter()
     proc = subprocess.run([opdump, "replay", str(dump), "-o", str(out), "-q"], capture_output=True, text=True,
-                          timeout=1800)
+                          timeout=1800, env=steady_allocator.environment())
     seconds = time.perf_counter() - t
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr)
@@ -181,11 +185,12 @@ def main():
             work.mkdir()
             (work / "c.json").write_text(json.dumps(config(work / "d")))
             proc = subprocess.run([PYTHON, "-c", RESNET, str(work / "c.json"), args.python_path], check=True,
-                                  capture_output=True, text=True, timeout=1800)
+                                  capture_output=True, text=True, timeout=1800, env=steady_allocator.environment())
             step = json.loads(proc.stdout.strip().splitlines()[-1])["step"]
             rows, summary, seconds = replay(args.opdump, work / "d", work / "out")
             ops = summary["ops"]["replayed"]
-            print(f"  resnet18 step (4x3x64x64, SGD momentum 0.9, api level): {summary['ops']['total']} ops, "
+            print(f"  resnet18 step (4x3x64x64, SGD momentum 0.9, api level; {steady_allocator.LABELS['steady']}): "
+                  f"{summary['ops']['total']} ops, "
                   f"{ops} replayed in {seconds:.1f} s ({ops / seconds:.0f} ops/s, file reading included); the step "
                   f"itself {step * 1e3:.0f} ms: replay = {seconds / step:.0f} steps; "
                   f"{summary['rows']['error'] + summary['rows']['warning']} outputs flagged")
