@@ -18,8 +18,8 @@ LABELS = {
 }
 
 
-def environment(allocator="steady", base=None):
-    """`base` (this process's environment by default) with the allocator's settings in place of any MALLOC_ ones."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith("MALLOC_")}
+def environment(allocator="steady"):
+    """This process's environment with the allocator's settings in place of any MALLOC_ ones."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env.update(ALLOCATORS[allocator])
     return env
