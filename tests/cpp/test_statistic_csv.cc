@@ -93,3 +93,41 @@ TEST(StatisticCsv, ExistingFilesAreAppendedToWithOneHeader) {
   EXPECT_EQ(text.find(header, 1), std::string::npos);
   EXPECT_EQ(read_csv(dir / "statistic.csv").rows.size(), 2u);
 }
+
+// Cells are written in place (TensorStats::append_cell): float32 values in float32's shortest form,
+// float64 ones in full, counts as integers, sums that read back to the very double computed.
+TEST(StatisticCsv, RowsCarryEveryCategoryExactly) {
+  const std::vector<StatCategory> cats = {StatCategory::Max,   StatCategory::Min,      StatCategory::Avg,
+                                          StatCategory::L2Norm, StatCategory::Count,   StatCategory::NanCount,
+                                          StatCategory::ZeroCount};
+  StatisticRow r;
+  r.op = OpIdentity{"add", "Default/add-op0", 0, 0, 7};
+  r.shape = {4};
+  r.dtype = DType::Float64;
+  std::vector<double> d = {0.1, -0.30000000000000004, 0.0, std::nan("")};
+  r.stats = compute_stats(TensorView{d.data(), DType::Float64, {4}});
+  const std::string row = statistic_csv_row(r, cats);
+  const std::string head = "add,Default/add-op0,0,0,7,output,0,0,float64,\"(4)\",";
+  ASSERT_EQ(row.compare(0, head.size(), head), 0) << row;
+  std::vector<std::string> cells;
+  std::string cell;
+  for (char c : row.substr(head.size())) {
+    if (c == ',' || c == '\n') cells.push_back(std::exchange(cell, ""));
+    else cell += c;
+  }
+  ASSERT_EQ(cells.size(), cats.size()) << row;
+  EXPECT_EQ(cells[0], "0.1");
+  EXPECT_EQ(cells[1], "-0.30000000000000004");
+  EXPECT_EQ(std::stod(cells[2]), r.stats.avg());
+  EXPECT_EQ(std::stod(cells[3]), r.stats.l2norm());
+  EXPECT_EQ(cells[4], "4");
+  EXPECT_EQ(cells[5], "1");
+  EXPECT_EQ(cells[6], "1");
+
+  r.dtype = DType::Float32;
+  std::vector<float> f = {0.1f, -3.4028235e38f};
+  r.stats = compute_stats(TensorView{f.data(), DType::Float32, {2}});
+  r.shape = {1, 2};
+  EXPECT_EQ(statistic_csv_row(r, {StatCategory::Max, StatCategory::Min}),
+            "add,Default/add-op0,0,0,7,output,0,0,float32,\"(1,2)\",0.1,-3.4028235e+38\n");
+}

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "opdump/error.h"
@@ -31,9 +32,12 @@ void append_row_head(std::string& out, const StatisticRow& r) {
   append_csv_cell(out, r.op.op_type);
   out += ',';
   append_csv_cell(out, r.op.op_name);
-  fmt::format_to(std::back_inserter(out), ",{},{},{},{},{},{},{},\"(", r.op.task_id, r.op.stream_id, r.op.timestamp,
-                 to_string(r.io), r.slot, r.data_size, dtype_name(r.dtype));
-  for (size_t i = 0; i < r.shape.size(); ++i) fmt::format_to(std::back_inserter(out), i ? ",{}" : "{}", r.shape[i]);
+  fmt::format_to(std::back_inserter(out), FMT_COMPILE(",{},{},{},{},{},{},{},\"("), r.op.task_id, r.op.stream_id,
+                 r.op.timestamp, to_string(r.io), r.slot, r.data_size, dtype_name(r.dtype));
+  for (size_t i = 0; i < r.shape.size(); ++i) {
+    if (i) out += ',';
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), r.shape[i]);
+  }
   out += ")\"";
 }
 }  // namespace
@@ -42,7 +46,7 @@ void append_statistic_csv_row(std::string& out, const StatisticRow& r, const std
   append_row_head(out, r);
   for (StatCategory c : categories) {
     out += ',';
-    append_csv_cell(out, r.stats.cell(c, r.dtype));
+    r.stats.append_cell(out, c, r.dtype);  // (a number, "null" or hex: nothing to quote)
   }
   out += '\n';
 }

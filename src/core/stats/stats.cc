@@ -1,6 +1,7 @@
 // Statistics: category names, the parallel driver over the kernels, and the csv cells.
 #include "stats/stats.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <xxhash.h>
@@ -102,11 +103,22 @@ bool is_unsigned_int(DType t) {
 }
 
 // Shortest text that reads back to the same value in the tensor's own precision.
-std::string format_value(double v, DType dtype) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (dtype == DType::Float64 || dtype == DType::Complex128) return fmt::format("{}", v);
-  return fmt::format("{}", static_cast<float>(v));
+// Shortest round-trip decimal, in float32's precision unless the tensor is float64 (complex128 too).
+void append_value(std::string& out, double v, DType dtype) {
+  if (std::isnan(v)) {
+    out += "nan";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "inf" : "-inf";
+  } else if (dtype == DType::Float64 || dtype == DType::Complex128) {
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
+  } else {
+    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), static_cast<float>(v));
+  }
+}
+
+template <typename Integer>
+void append_integer(std::string& out, Integer v) {
+  fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
 }
 
 }  // namespace
@@ -137,32 +149,44 @@ const std::vector<StatCategory>& all_stat_categories() {
 double TensorStats::l2norm() const { return std::sqrt(sum_sq); }
 
 std::string TensorStats::cell(StatCategory c, DType dtype) const {
+  std::string out;
+  append_cell(out, c, dtype);
+  return out;
+}
+
+void TensorStats::append_cell(std::string& out, StatCategory c, DType dtype) const {
   const bool integer = is_signed_int(dtype) || is_unsigned_int(dtype);
   if (!sign_counts &&
       (c == StatCategory::NegativeZeroCount || c == StatCategory::PositiveZeroCount || c == StatCategory::ZeroCount))
     throw Error(std::string("statistic.csv: \"") + std::string(stat_category_key(c)) +
                 "\" asked of statistics computed without sign counts (StatsOptions::sign_counts)");
+  const bool max = c == StatCategory::Max;
   switch (c) {
     case StatCategory::Max:
-    case StatCategory::Min: {
-      if (!has_finite()) return "null";
-      if (integer) return is_signed_int(dtype) ? std::to_string(c == StatCategory::Max ? int_max : int_min)
-                                               : std::to_string(c == StatCategory::Max ? uint_max : uint_min);
-      return format_value(c == StatCategory::Max ? max : min, dtype);
-    }
-    case StatCategory::Avg: return has_finite() ? fmt::format("{}", avg()) : "null";
-    case StatCategory::Count: return std::to_string(count);
-    case StatCategory::NegativeZeroCount: return std::to_string(negative);
-    case StatCategory::PositiveZeroCount: return std::to_string(positive);
-    case StatCategory::NanCount: return std::to_string(nan);
-    case StatCategory::NegativeInfCount: return std::to_string(neg_inf);
-    case StatCategory::PositiveInfCount: return std::to_string(pos_inf);
-    case StatCategory::ZeroCount: return std::to_string(zero);
-    case StatCategory::L2Norm: return has_finite() ? fmt::format("{}", l2norm()) : "null";
-    case StatCategory::Md5: return md5;
-    case StatCategory::XxHash: return xxhash;
+    case StatCategory::Min:
+      if (!has_finite()) out += "null";
+      else if (!integer) append_value(out, max ? this->max : min, dtype);
+      else if (is_signed_int(dtype)) append_integer(out, max ? int_max : int_min);
+      else append_integer(out, max ? uint_max : uint_min);
+      return;
+    case StatCategory::Avg:
+      if (has_finite()) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), avg());
+      else out += "null";
+      return;
+    case StatCategory::L2Norm:
+      if (has_finite()) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), l2norm());
+      else out += "null";
+      return;
+    case StatCategory::Count: return append_integer(out, count);
+    case StatCategory::NegativeZeroCount: return append_integer(out, negative);
+    case StatCategory::PositiveZeroCount: return append_integer(out, positive);
+    case StatCategory::NanCount: return append_integer(out, nan);
+    case StatCategory::NegativeInfCount: return append_integer(out, neg_inf);
+    case StatCategory::PositiveInfCount: return append_integer(out, pos_inf);
+    case StatCategory::ZeroCount: return append_integer(out, zero);
+    case StatCategory::Md5: out += md5; return;
+    case StatCategory::XxHash: out += xxhash; return;
   }
-  return "";
 }
 
 std::string md5_hex(const void* data, size_t size) {

@@ -61,6 +61,9 @@ struct TensorStats {
   double l2norm() const;
   // The statistic.csv cell for a category: numbers, or "null" when every element is NaN/Inf.
   std::string cell(StatCategory c, DType dtype) const;
+  // cell(c, dtype) appended to `out` (a writer formats every row of a dump: no string per cell). Never
+  // holds a comma, quote or line break, so it needs no CSV quoting.
+  void append_cell(std::string& out, StatCategory c, DType dtype) const;
 };
 
 // Runs every job and returns when all are done, some of them on other threads: a framework's
