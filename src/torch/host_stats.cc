@@ -4,7 +4,7 @@
 #include "util/fork.h"
 #include "util/log.h"
 #include "util/thread_budget.h"
-#include "util/thread_name.h"
+#include "util/own_thread.h"
 
 #include <ATen/Parallel.h>
 
@@ -85,7 +85,6 @@ void LazyStats::compute(std::vector<at::Tensor>& release) {
 }
 
 namespace {
-thread_local bool t_background_thread = false;
 bool finished(const std::weak_ptr<LazyWork>& w) {
   auto s = w.lock();
   return !s || s->done();
@@ -93,8 +92,6 @@ bool finished(const std::weak_ptr<LazyWork>& w) {
 void forget_work(std::weak_ptr<LazyWork>& w) { w.reset(); }
 constexpr auto kLinger = std::chrono::microseconds(1000);  // the background thread's look for more work
 }  // namespace
-
-bool PendingWork::on_background_thread() { return t_background_thread; }
 
 void PendingWork::set_placement(HostWork where) {
   const bool all_cores_busy = at::get_num_threads() >= static_cast<int>(hardware_threads());
@@ -151,8 +148,7 @@ void PendingWork::add(const c10::StorageImpl* const* storages, size_t count, con
 }
 
 void PendingWork::worker_loop() {
-  t_background_thread = true;
-  name_this_thread("opdump-stats");
+  become_own_thread("opdump-stats");
   std::vector<std::weak_ptr<LazyWork>> batch;
   std::unique_lock<std::mutex> lock(queue_mutex_);
   while (true) {

@@ -130,9 +130,6 @@ class PendingWork {
   // inline and partly queued would report overflows out of order.
   void set_placement(HostWork where);
   bool runs_inline() const { return inline_.load(std::memory_order_relaxed); }
-  // Whether the calling thread is the background thread (work there must not use the
-  // framework's intra-op threads: they serve the training threads).
-  static bool on_background_thread();
   // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
   void force(c10::ArrayRef<const c10::StorageImpl*> storages) {

@@ -14,7 +14,7 @@
 #include <omp.h>
 #endif
 
-#include "host_stats.h"
+#include "util/own_thread.h"
 
 namespace opdump::pt::detail {
 
@@ -55,7 +55,9 @@ bool intra_op_threads_reachable() {
 }
 
 IntraOpSplit intra_op_split() {
-  if (PendingWork::on_background_thread() || at::in_parallel_region()) return {};
+  // Only a training thread hands work to torch's intra-op threads: from one of opdump's own it would
+  // start a second OpenMP team (util/own_thread.h).
+  if (on_own_thread() || at::in_parallel_region()) return {};
   const int threads = at::get_num_threads();
   if (threads <= 1 || !intra_op_threads_reachable()) return {};
   return {&run_on_intra_op_threads, static_cast<unsigned>(threads)};

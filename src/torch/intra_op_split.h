@@ -8,9 +8,10 @@
 namespace opdump::pt::detail {
 
 // How the calling thread may split a large tensor's pass: over torch's intra-op threads, which
-// are started and waiting between ops (a split costs microseconds). Nothing to split with on the
-// background thread (those threads serve the training threads), inside a parallel region, or where
-// this library's OpenMP runtime is not the one torch runs its threads with.
+// are started and waiting between ops (a split costs microseconds). Nothing to split with on opdump's
+// own threads (a writer or the statistics thread: those threads serve the training threads, and a
+// parallel region entered there starts a team of its own), inside a parallel region, or where this
+// library's OpenMP runtime is not the one torch runs its threads with.
 struct IntraOpSplit {
   static constexpr size_t kFromBytes = size_t(1) << 20;
   ParallelRunner runner = nullptr;

@@ -304,6 +304,20 @@ def accumulation(op_name):
     return re.sub(r"^(Gradients/Default/)add_(-op\d+)$", r"\1add\2", op_name)
 
 
+def test_background_statistics_start_no_threads_beside_torchs(workload, tmp_path):
+    """A writer thread that finds statistics still pending computes them itself; split over torch's
+    intra-op threads from there, it started an OpenMP team (and torch's thread pool) of its own, whose
+    threads took the writer's name: more spinning threads than cores, and every later step was slower
+    (resnet18 on two cores: undumped steps 1.6x after the dump). Only opdump's named threads are added."""
+    plain = workload("resnet18", steps=2, extra=("--threads", "2"))
+    cfg = ms_config(tmp_path / "d", iteration="all", saved_data="statistic", host_work="background", writer_threads=1)
+    dumped = workload("resnet18", steps=2, config=cfg, extra=("--threads", "2"))
+    assert dumped["losses"] == plain["losses"]
+    assert dumped["thread_counts"].get("opdump-writer") == 1, dumped["thread_counts"]
+    assert dumped["thread_counts"].get("opdump-stats") == 1, dumped["thread_counts"]
+    assert dumped["thread_counts"]["python3"] <= plain["thread_counts"]["python3"], (dumped, plain)
+
+
 def test_host_work_inline_gives_the_background_threads_statistics(workload, tmp_path):
     cores = os.cpu_count()
     cats = {"statistic_category": ["max", "min", "avg", "l2norm", "count", "zero count", "nan count"]}

@@ -122,14 +122,17 @@ def main():
             t = torch.tensor([loss.item()])
             dist.all_reduce(t)
 
-    thread_names = sorted({open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")})
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    thread_names = sorted(set(names))
+    thread_counts = {n: names.count(n) for n in thread_names}
     if args.config:
         import opdump
         root = opdump.dump_root()
         report = opdump.finalize_dump()
         report["root"] = root
     digest = hashlib.sha256(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())).hexdigest()
-    result = {"losses": losses, "params": digest, "report": report, "thread_names": thread_names}
+    result = {"losses": losses, "params": digest, "report": report, "thread_names": thread_names,
+              "thread_counts": thread_counts}
     if args.result:
         with open(args.result, "w") as f:
             json.dump(result, f)

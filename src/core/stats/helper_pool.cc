@@ -1,6 +1,6 @@
 #include "stats/helper_pool.h"
 
-#include "util/thread_name.h"
+#include "util/own_thread.h"
 
 namespace opdump {
 
@@ -46,7 +46,7 @@ void HelperPool::run(std::vector<std::function<void()>>& jobs) {
 void HelperPool::ensure_threads(size_t n) {
   while (threads_.size() < n) {
     threads_.emplace_back([this] {
-      name_this_thread("opdump-split");
+      become_own_thread("opdump-split");
       std::unique_lock<std::mutex> lock(mutex_);
       while (true) {
         has_work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

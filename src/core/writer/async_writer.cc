@@ -4,7 +4,7 @@
 
 #include "opdump/error.h"
 #include "util/log.h"
-#include "util/thread_name.h"
+#include "util/own_thread.h"
 #include "writer/async_writer.h"
 
 namespace opdump {
@@ -130,7 +130,7 @@ void AsyncWriter::record_written(uint64_t files, uint64_t bytes) {
 }
 
 void AsyncWriter::worker_loop() {
-  name_this_thread("opdump-writer");
+  become_own_thread("opdump-writer");
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     if (!has_work_.wait_for(lock, kSpareCopiesKeptFor, [&] { return shutdown_ || !queue_.empty(); })) {

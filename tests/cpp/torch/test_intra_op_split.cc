@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "intra_op_split.h"
+#include "util/own_thread.h"
 
 using namespace opdump;
 using namespace opdump::pt::detail;
@@ -66,6 +67,22 @@ TEST(IntraOpSplit, NoSplitWithOneThreadOrInsideAParallelRegion) {
     if (begin == 0) inner_split = static_cast<bool>(intra_op_split().runner);
   });
   EXPECT_FALSE(inner_split);
+}
+
+// A writer or the statistics thread that summarizes a tensor does it alone: a parallel region entered
+// there would start an OpenMP team of its own beside the training's (util/own_thread.h).
+TEST(IntraOpSplit, NoSplitOnOpdumpsOwnThreads) {
+  if (!split_reaches_other_threads()) GTEST_SKIP() << "this build splits on one thread (ThreadSanitizer)";
+  IntraOpThreads two(2);
+  bool own_split = true, other_split = false;
+  std::thread([&] {
+    become_own_thread("opdump-test");
+    own_split = static_cast<bool>(intra_op_split().runner);
+  }).join();
+  std::thread([&] { other_split = static_cast<bool>(intra_op_split().runner); }).join();  // a training thread
+  EXPECT_FALSE(own_split);
+  EXPECT_TRUE(other_split);
+  EXPECT_FALSE(on_own_thread());
 }
 
 TEST(IntraOpSplit, SplitStatisticsAreThoseOfOnePass) {
