@@ -324,9 +324,9 @@ def main():
                  raw_stream=raw_write_mbps(d["report"]["bytes_written"], workdir))
         tensor_info.append(d)
     # Process-to-process noise on this VM reaches +-20%: the same modes inside one process.
-    # A dump can also slow the undumped steps after it (a third busy thread had torch's OpenMP workers
-    # sleep; memory held longer moved the heap): then the blocks' ratio reads low. The undumped blocks
-    # after the first dump against the one before any tell.
+    # A dump can also slow the undumped steps after it (an OpenMP team that a writer thread once started
+    # stayed, docs/architecture.md "A second OpenMP team"): then the blocks' ratio reads low. The
+    # undumped blocks after the first dump against the one before any tell.
     inside, drift = {}, {}
     for mode in [m for m in modes if m.partition("@")[0] in ("off", "stats", "overflow")]:
         for how in (("blocks",) if mode == "off" else ("blocks", "alt")):

@@ -102,8 +102,8 @@ bool is_unsigned_int(DType t) {
   return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
 }
 
-// Shortest text that reads back to the same value in the tensor's own precision.
-// Shortest round-trip decimal, in float32's precision unless the tensor is float64 (complex128 too).
+// Shortest text that reads back to the same value in the tensor's own precision (float32's unless the
+// tensor is float64 or complex128).
 void append_value(std::string& out, double v, DType dtype) {
   if (std::isnan(v)) {
     out += "nan";
@@ -160,14 +160,14 @@ void TensorStats::append_cell(std::string& out, StatCategory c, DType dtype) con
       (c == StatCategory::NegativeZeroCount || c == StatCategory::PositiveZeroCount || c == StatCategory::ZeroCount))
     throw Error(std::string("statistic.csv: \"") + std::string(stat_category_key(c)) +
                 "\" asked of statistics computed without sign counts (StatsOptions::sign_counts)");
-  const bool max = c == StatCategory::Max;
+  const bool is_max = c == StatCategory::Max;
   switch (c) {
     case StatCategory::Max:
     case StatCategory::Min:
       if (!has_finite()) out += "null";
-      else if (!integer) append_value(out, max ? this->max : min, dtype);
-      else if (is_signed_int(dtype)) append_integer(out, max ? int_max : int_min);
-      else append_integer(out, max ? uint_max : uint_min);
+      else if (!integer) append_value(out, is_max ? max : min, dtype);
+      else if (is_signed_int(dtype)) append_integer(out, is_max ? int_max : int_min);
+      else append_integer(out, is_max ? uint_max : uint_min);
       return;
     case StatCategory::Avg:
       if (has_finite()) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), avg());
