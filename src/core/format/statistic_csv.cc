@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "opdump/error.h"
+#include "util/append_number.h"
 #include "util/csv.h"
 #include "writer/atomic_file.h"
 
@@ -36,7 +37,7 @@ void append_row_head(std::string& out, const StatisticRow& r) {
                  r.op.timestamp, to_string(r.io), r.slot, r.data_size, dtype_name(r.dtype));
   for (size_t i = 0; i < r.shape.size(); ++i) {
     if (i) out += ',';
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), r.shape[i]);
+    append_number(out, r.shape[i]);
   }
   out += ")\"";
 }

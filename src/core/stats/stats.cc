@@ -12,6 +12,7 @@
 
 #include "opdump/error.h"
 #include "stats_kernels.h"
+#include "util/append_number.h"
 #include "util/cpu_features.h"
 #include "util/thread_budget.h"
 
@@ -102,23 +103,18 @@ bool is_unsigned_int(DType t) {
   return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
 }
 
-// Shortest text that reads back to the same value in the tensor's own precision (float32's unless the
-// tensor is float64 or complex128).
-void append_value(std::string& out, double v, DType dtype) {
-  if (std::isnan(v)) {
-    out += "nan";
-  } else if (std::isinf(v)) {
-    out += v > 0 ? "inf" : "-inf";
-  } else if (dtype == DType::Float64 || dtype == DType::Complex128) {
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
-  } else {
-    fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), static_cast<float>(v));
-  }
+// The shortest text that reads back to `v`.
+template <typename Float>
+void append_shortest(std::string& out, Float v) {
+  fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
 }
 
-template <typename Integer>
-void append_integer(std::string& out, Integer v) {
-  fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
+// A value in the tensor's own precision (float32's unless the tensor is float64 or complex128).
+void append_value(std::string& out, double v, DType dtype) {
+  if (std::isnan(v)) out += "nan";
+  else if (std::isinf(v)) out += v > 0 ? "inf" : "-inf";
+  else if (dtype == DType::Float64 || dtype == DType::Complex128) append_shortest(out, v);
+  else append_shortest(out, static_cast<float>(v));
 }
 
 }  // namespace
@@ -166,24 +162,24 @@ void TensorStats::append_cell(std::string& out, StatCategory c, DType dtype) con
     case StatCategory::Min:
       if (!has_finite()) out += "null";
       else if (!integer) append_value(out, is_max ? max : min, dtype);
-      else if (is_signed_int(dtype)) append_integer(out, is_max ? int_max : int_min);
-      else append_integer(out, is_max ? uint_max : uint_min);
+      else if (is_signed_int(dtype)) append_number(out, is_max ? int_max : int_min);
+      else append_number(out, is_max ? uint_max : uint_min);
       return;
     case StatCategory::Avg:
-      if (has_finite()) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), avg());
+      if (has_finite()) append_shortest(out, avg());
       else out += "null";
       return;
     case StatCategory::L2Norm:
-      if (has_finite()) fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), l2norm());
+      if (has_finite()) append_shortest(out, l2norm());
       else out += "null";
       return;
-    case StatCategory::Count: return append_integer(out, count);
-    case StatCategory::NegativeZeroCount: return append_integer(out, negative);
-    case StatCategory::PositiveZeroCount: return append_integer(out, positive);
-    case StatCategory::NanCount: return append_integer(out, nan);
-    case StatCategory::NegativeInfCount: return append_integer(out, neg_inf);
-    case StatCategory::PositiveInfCount: return append_integer(out, pos_inf);
-    case StatCategory::ZeroCount: return append_integer(out, zero);
+    case StatCategory::Count: return append_number(out, count);
+    case StatCategory::NegativeZeroCount: return append_number(out, negative);
+    case StatCategory::PositiveZeroCount: return append_number(out, positive);
+    case StatCategory::NanCount: return append_number(out, nan);
+    case StatCategory::NegativeInfCount: return append_number(out, neg_inf);
+    case StatCategory::PositiveInfCount: return append_number(out, pos_inf);
+    case StatCategory::ZeroCount: return append_number(out, zero);
     case StatCategory::Md5: out += md5; return;
     case StatCategory::XxHash: out += xxhash; return;
   }
