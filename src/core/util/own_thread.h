@@ -1,6 +1,6 @@
 // opdump's own threads (writers, the statistics thread, split helpers): named, so that `top -H`,
-// `ps -L`, perf and gdb tell them from the framework's, and known, so that work running on them never
-// starts the framework's intra-op threads. An OpenMP parallel region entered from a writer thread
+// `ps -L`, perf and gdb tell them from the framework's, and known, so that the adapter never splits
+// work over the framework's intra-op threads from one of them. An OpenMP parallel region entered from a writer thread
 // starts a second OpenMP team beside the training's: more spinning threads than cores, and torch's
 // own workers then sleep between parallel regions, slowing every later step, dumped or not.
 #pragma once
