@@ -131,3 +131,30 @@ TEST(StatisticCsv, RowsCarryEveryCategoryExactly) {
   EXPECT_EQ(statistic_csv_row(r, {StatCategory::Max, StatCategory::Min}),
             "add,Default/add-op0,0,0,7,output,0,0,float32,\"(1,2)\",0.1,-3.4028235e+38\n");
 }
+
+// The writer formats batched rows from heads that point at what it holds (DeferredRows): the
+// same text as a StatisticRow's, and appended as given.
+TEST(StatisticCsv, RowsFromHeadsAreTheRowsOfStatisticRows) {
+  const std::vector<StatCategory> categories = {StatCategory::Max, StatCategory::Min, StatCategory::Count};
+  std::vector<float> v = {4.25f, -1, 0};
+  StatisticRow r;
+  r.op = OpIdentity{"conv2d", "Default/net,1/conv2d-op0", 3, 1, 12345};
+  r.io = IoKind::Output;
+  r.slot = 1;
+  r.data_size = 12;
+  r.dtype = DType::Float32;
+  r.shape = {1, 3, 1, 1, 1, 1, 1, 1, 1};  // more dimensions than a batched row holds inline
+  r.stats = compute_stats(TensorView{v.data(), DType::Float32, r.shape});
+  std::string from_head;
+  append_statistic_csv_row(from_head, StatisticRowHead{r.op, r.io, r.slot, r.data_size, r.dtype, r.shape.data(), r.shape.size()},
+                           r.stats, categories);
+  EXPECT_EQ(from_head, statistic_csv_row(r, categories));
+  EXPECT_EQ(from_head,
+            "conv2d,\"Default/net,1/conv2d-op0\",3,1,12345,output,1,12,float32,\"(1,3,1,1,1,1,1,1,1)\",4.25,-1,3\n");
+
+  test::TempDir dir;
+  StatisticCsvWriter w(categories);
+  w.append_text(dir.path(), from_head + from_head);
+  EXPECT_EQ(test::read_file(dir.path() + "/statistic.csv"), statistic_csv_header(categories) + from_head + from_head);
+  EXPECT_EQ(w.bytes_written(), statistic_csv_header(categories).size() + 2 * from_head.size());
+}

@@ -398,6 +398,27 @@ def test_writes_through_aliases_do_not_change_lazy_statistics(tmp_path, stat_cal
         assert float(r["Avg Value"]) == pytest.approx(-(n + 1) / 2, rel=1e-6)
 
 
+MANY_DIMS = r"""
+opdump.set_dump(sys.argv[1] + ".json")
+x = torch.arange(-6.0, 6.0).reshape(2, 1, 3, 1, 1, 2, 1, 1, 1)   # more dimensions than a batched row holds inline
+y = torch.arange(-3.0, 3.0).reshape(1, 2, 3)
+for _ in range(3):
+    torch.neg(x)
+    torch.neg(y)
+opdump.finalize_dump()
+"""
+
+
+def test_batched_rows_carry_every_dimension_and_size(tmp_path):
+    """Rows batched for the writer (shapes of up to 8 dimensions held inline, longer ones apart) are
+    written with their whole shape, data size and statistics, in execution order."""
+    rows = [r for r in statistics_of(tmp_path, MANY_DIMS, input_output=2) if r["Op Type"] == "neg"]
+    assert [(r["Shape"], r["Data Size"]) for r in rows] == [("(2,1,3,1,1,2,1,1,1)", "48"), ("(1,2,3)", "24")] * 3
+    for r in rows:  # the negated aranges: 6 .. -5 and 3 .. -2
+        n = 12 if r["Data Size"] == "48" else 6
+        assert (float(r["Max Value"]), float(r["Min Value"]), float(r["Avg Value"])) == (n / 2, 1 - n / 2, 0.5)
+
+
 UNSEEN_WRITES = r"""
 import time
 x = torch.arange(1.0, 2.0**20 + 1)                # 4 MB

@@ -21,6 +21,7 @@ DeferredRows::Row::Row(std::shared_ptr<const Origin> o, IoKind i, uint32_t s, co
       io(i),
       slot(s),
       dtype(tensor.view.dtype),
+      data_size(tensor.view.nbytes()),
       ndim(static_cast<uint32_t>(tensor.view.shape.size())),
       owner(tensor.owner),
       deferred_stats(tensor.deferred_stats),
@@ -29,7 +30,9 @@ DeferredRows::Row::Row(std::shared_ptr<const Origin> o, IoKind i, uint32_t s, co
   else more_dims = tensor.view.shape;
 }
 
-Shape DeferredRows::Row::shape() const { return ndim <= kInlineDims ? Shape(dims, dims + ndim) : more_dims; }
+StatisticRowHead DeferredRows::Row::head() const {
+  return StatisticRowHead{origin->op, io, slot, data_size, dtype, ndim <= kInlineDims ? dims : more_dims.data(), ndim};
+}
 
 bool DeferredRows::add(std::shared_ptr<const Origin> origin, IoKind io, uint32_t slot, const DumpTensor& tensor) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -50,23 +53,31 @@ void DeferredRows::flush() {
   uint64_t bytes = 0;
   for (const auto& r : *batch) bytes += 64 + r.pending_bytes;
   writer_.run(bytes, [this, batch]() mutable {
-    // Rows of one folder go out in one write(), in the order they were dumped.
+    // Rows of one folder go out in one write(), in the order they were dumped; an op's rows share
+    // their origin, so folders are compared once per op, not per row.
+    const Origin* origin = nullptr;
     const std::string* folder = nullptr;
-    std::vector<StatisticRow> rows;
+    std::string text;
+    size_t rows = 0;
     auto append = [&] {
-      if (rows.empty()) return;
-      csv_.append_rows(*folder, rows);
-      rows_written_.fetch_add(rows.size(), std::memory_order_relaxed);
-      rows.clear();
+      if (!rows) return;
+      csv_.append_text(*folder, std::move(text));
+      rows_written_.fetch_add(rows, std::memory_order_relaxed);
+      text = std::string();
+      rows = 0;
     };
     for (auto& r : *batch) {
-      if (!folder || r.origin->folder != *folder) {
-        append();
-        folder = &r.origin->folder;
+      if (r.origin.get() != origin) {
+        origin = r.origin.get();
+        if (!folder || origin->folder != *folder) {
+          append();
+          folder = &origin->folder;
+          text.reserve(160 * batch->size());
+        }
       }
       if (r.owner) r.owner->wait_ready();
-      rows.push_back(statistic_row(r.origin->op, r.io, r.slot, TensorView{nullptr, r.dtype, r.shape()}));
-      rows.back().stats = r.deferred_stats->get();
+      append_statistic_csv_row(text, r.head(), r.deferred_stats->get(), csv_.categories());
+      ++rows;
     }
     append();
     std::lock_guard<std::mutex> lock(mutex_);

@@ -42,11 +42,12 @@ class DeferredRows {
   struct Row {
     static constexpr size_t kInlineDims = 8;
     Row(std::shared_ptr<const Origin> origin, IoKind io, uint32_t slot, const DumpTensor& tensor);
-    Shape shape() const;
+    StatisticRowHead head() const;
     std::shared_ptr<const Origin> origin;
     IoKind io;
     uint32_t slot;
     DType dtype;
+    uint64_t data_size;
     uint32_t ndim;
     int64_t dims[kInlineDims];
     Shape more_dims;  // the whole shape when it has more than kInlineDims dimensions

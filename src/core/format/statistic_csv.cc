@@ -29,27 +29,36 @@ std::string statistic_csv_header(const std::vector<StatCategory>& categories) {
 namespace {
 // The columns before the statistics, appended in place: the writer formats every row of a dump,
 // and a string per cell was a dozen allocations a row.
-void append_row_head(std::string& out, const StatisticRow& r) {
+void append_row_head(std::string& out, const StatisticRowHead& r) {
   append_csv_cell(out, r.op.op_type);
   out += ',';
   append_csv_cell(out, r.op.op_name);
   fmt::format_to(std::back_inserter(out), FMT_COMPILE(",{},{},{},{},{},{},{},\"("), r.op.task_id, r.op.stream_id,
                  r.op.timestamp, to_string(r.io), r.slot, r.data_size, dtype_name(r.dtype));
-  for (size_t i = 0; i < r.shape.size(); ++i) {
+  for (size_t i = 0; i < r.ndim; ++i) {
     if (i) out += ',';
-    append_number(out, r.shape[i]);
+    append_number(out, r.dims[i]);
   }
   out += ")\"";
 }
+
+StatisticRowHead head_of(const StatisticRow& r) {
+  return StatisticRowHead{r.op, r.io, r.slot, r.data_size, r.dtype, r.shape.data(), r.shape.size()};
+}
 }  // namespace
 
-void append_statistic_csv_row(std::string& out, const StatisticRow& r, const std::vector<StatCategory>& categories) {
-  append_row_head(out, r);
+void append_statistic_csv_row(std::string& out, const StatisticRowHead& head, const TensorStats& stats,
+                              const std::vector<StatCategory>& categories) {
+  append_row_head(out, head);
   for (StatCategory c : categories) {
     out += ',';
-    r.stats.append_cell(out, c, r.dtype);  // (a number, "null" or hex: nothing to quote)
+    stats.append_cell(out, c, head.dtype);  // (a number, "null" or hex: nothing to quote)
   }
   out += '\n';
+}
+
+void append_statistic_csv_row(std::string& out, const StatisticRow& r, const std::vector<StatCategory>& categories) {
+  append_statistic_csv_row(out, head_of(r), r.stats, categories);
 }
 
 std::string statistic_csv_row(const StatisticRow& r, const std::vector<StatCategory>& categories) {
@@ -60,7 +69,7 @@ std::string statistic_csv_row(const StatisticRow& r, const std::vector<StatCateg
 
 std::string statistic_csv_row(const StatisticRow& r, const std::vector<std::string>& cells) {
   std::string row;
-  append_row_head(row, r);
+  append_row_head(row, head_of(r));
   for (const std::string& cell : cells) {
     row += ',';
     append_csv_cell(row, cell);
@@ -106,10 +115,14 @@ StatisticRow statistic_row(const OpIdentity& op, IoKind io, size_t slot, const T
 void StatisticCsvWriter::append(const std::string& dir, const StatisticRow& row) { append_rows(dir, {row}); }
 
 void StatisticCsvWriter::append_rows(const std::string& dir, const std::vector<StatisticRow>& rows) {
-  File& f = file_for(dir);
   std::string text;
   text.reserve(rows.size() * 160);
   for (const auto& row : rows) append_statistic_csv_row(text, row, categories_);
+  append_text(dir, std::move(text));
+}
+
+void StatisticCsvWriter::append_text(const std::string& dir, std::string text) {
+  File& f = file_for(dir);
   std::lock_guard<std::mutex> lock(f.mutex);
   if (f.fd >= 0) {
     append_whole(f.fd, f.path, text);

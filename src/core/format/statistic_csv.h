@@ -37,6 +37,21 @@ std::string statistic_csv_row(const StatisticRow& row, const std::vector<std::st
 // statistic_csv_row(row, categories) appended to `out` (a batch of rows in one string).
 void append_statistic_csv_row(std::string& out, const StatisticRow& row, const std::vector<StatCategory>& categories);
 
+// A row's leading columns by reference, for a writer that formats rows from what it already holds
+// (DeferredRows): a StatisticRow per row copied the op's names and the shape, allocations that
+// cost a training step as much as on its own thread when every core trains.
+struct StatisticRowHead {
+  const OpIdentity& op;
+  IoKind io;
+  uint32_t slot;
+  uint64_t data_size;  // bytes
+  DType dtype;
+  const int64_t* dims;
+  size_t ndim;
+};
+void append_statistic_csv_row(std::string& out, const StatisticRowHead& head, const TensorStats& stats,
+                              const std::vector<StatCategory>& categories);
+
 // Appends rows to {dir}/statistic.csv files; one instance serves every folder of a dump.
 class StatisticCsvWriter {
  public:
@@ -46,6 +61,9 @@ class StatisticCsvWriter {
   void append(const std::string& dir, const StatisticRow& row);
   // Several whole rows in one write() (all or none of them land).
   void append_rows(const std::string& dir, const std::vector<StatisticRow>& rows);
+  // Whole rows already formatted with append_statistic_csv_row(..., categories()), in one write().
+  void append_text(const std::string& dir, std::string text);
+  const std::vector<StatCategory>& categories() const { return categories_; }
   void close_all();
   // statistic.csv files written and the bytes appended to them (for the dump's report).
   uint64_t files_written() const { return files_written_.load(std::memory_order_relaxed); }
