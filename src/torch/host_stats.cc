@@ -28,7 +28,7 @@ LazyWork::~LazyWork() {
 
 void LazyWork::run() {
   if (done()) return;
-  std::vector<at::Tensor> release;
+  c10::SmallVector<at::Tensor, 2> release;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!done_.load(std::memory_order_relaxed)) {
@@ -37,7 +37,7 @@ void LazyWork::run() {
       if (pending_) barrier_.undone_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
-  for (at::Tensor& t : release) barrier_.releases().push(std::move(t));
+  if (!release.empty()) barrier_.releases().push(release);
 }
 
 LazyStats::LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, StatsOptions options)
@@ -69,7 +69,7 @@ uint64_t memory_fingerprint(const at::Tensor& memory) {
 }
 }  // namespace
 
-void LazyStats::compute(std::vector<at::Tensor>& release) {
+void LazyStats::compute(ReleasedTensors& release) {
   if (same_values_) {
     stats_ = same_values_->get();  // counts, sums and squares are the same with a zero's sign changed
     if (stats_.min == 0) stats_.min = 0.0;  // -0 became +0
@@ -233,9 +233,10 @@ void PendingWork::force_all() {
   for (auto& s : works) s->run();
 }
 
-void ReleaseQueue::push(at::Tensor t) {
+void ReleaseQueue::push(ReleasedTensors& tensors) {
   std::lock_guard<std::mutex> lock(mutex_);
-  tensors_.push_back(std::move(t));
+  for (at::Tensor& t : tensors) tensors_.push_back(std::move(t));
+  tensors.clear();
   pending_.store(true, std::memory_order_relaxed);
 }
 
@@ -247,6 +248,11 @@ void ReleaseQueue::release() {
     dead.swap(tensors_);
     pending_.store(false, std::memory_order_relaxed);
   }
+  dead.clear();  // the tensors' destructors, outside the lock
+  // The emptied vector's capacity goes back for the next pushes (a vector grown anew per release
+  // was an allocation for about every tensor summarized).
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (tensors_.empty()) tensors_.swap(dead);
 }
 
 uint64_t fingerprint(const void* data, size_t bytes) {

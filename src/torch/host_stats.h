@@ -12,6 +12,7 @@
 // not dumped the callback stays on, forcing them on writes, until none is left.
 #pragma once
 #include <ATen/ATen.h>
+#include <c10/util/SmallVector.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -32,6 +33,9 @@ namespace opdump::pt::detail {
 
 class PendingWork;
 
+// The tensors a piece of lazy work is done with (most hold one or two: no allocation for them).
+using ReleasedTensors = c10::SmallVectorImpl<at::Tensor>;
+
 // Work on tensors done later (host statistics, overflow checks): on whichever thread asks first,
 // once. The tensors it held are handed to its barrier's ReleaseQueue when it is done.
 class LazyWork {
@@ -49,7 +53,7 @@ class LazyWork {
   }
   PendingWork& barrier() const { return barrier_; }
   // Called once, under the work's lock; moves the tensors it no longer needs into `release`.
-  virtual void compute(std::vector<at::Tensor>& release) = 0;
+  virtual void compute(ReleasedTensors& release) = 0;
 
  private:
   PendingWork& barrier_;
@@ -81,7 +85,7 @@ class LazyStats final : public LazyWork, public DeferredStats {
   uint64_t computed_fingerprint() const { return fingerprint_; }
 
  private:
-  void compute(std::vector<at::Tensor>& release) override;
+  void compute(ReleasedTensors& release) override;
   at::Tensor tensor_;
   uint64_t fingerprint_ = 0;  // written before done(), read after
   std::shared_ptr<LazyStats> same_values_;
@@ -97,12 +101,12 @@ class LazyStats final : public LazyWork, public DeferredStats {
 // must never wait for (the training thread may hold it while waiting for that thread).
 class ReleaseQueue {
  public:
-  void push(at::Tensor t);
+  void push(ReleasedTensors& tensors);  // moves them all in
   void release();  // on training threads (op callbacks, iteration ends)
 
  private:
   std::mutex mutex_;
-  std::vector<at::Tensor> tensors_;
+  std::vector<at::Tensor> tensors_;  // keeps its capacity from one release to the next
   std::atomic<bool> pending_{false};
 };
 

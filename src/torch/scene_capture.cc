@@ -88,7 +88,7 @@ class LazyCheck final : public LazyWork {
   }
 
  private:
-  void compute(std::vector<at::Tensor>& release) override {
+  void compute(ReleasedTensors& release) override {
     at::RecordFunctionGuard no_record(false);  // this may run on the background thread: not an op of the model
     at::NoGradGuard no_grad;
     // The background thread computes checks in the order they came: the checks of the ops that

@@ -128,7 +128,7 @@ bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, 
   return true;
 }
 
-std::string Dumper::op_folder(const OpRecord& op) {
+const std::string& Dumper::op_folder(const OpRecord& op) {
   // Looked up per op: every op of one model and iteration shares its folder (the list of folders
   // made grew by one per iteration, and each op compared its path with all of them).
   auto key = std::make_tuple(op.model_id, op.iteration, op.model_name);
@@ -146,11 +146,11 @@ std::string Dumper::op_folder(const OpRecord& op) {
                                       std::to_string(op.iteration));
   }
   std::lock_guard<std::mutex> lock(folders_mutex_);
-  if (folders_made_.count(key)) return folder;  // made by another thread meanwhile
+  if (auto it = folders_made_.find(key); it != folders_made_.end()) return it->second;  // made by another thread meanwhile
   check_root();
   make_dirs(folder);
-  folders_made_.emplace(std::move(key), folder);
-  return folder;
+  // (never erased: the map's strings outlive every op that was given one)
+  return folders_made_.emplace(std::move(key), std::move(folder)).first->second;
 }
 
 namespace {
@@ -160,7 +160,8 @@ uint64_t uncharged_bytes(const DumpTensor& t) { return t.owner && t.owner->charg
 
 void Dumper::dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs, const std::vector<DumpTensor>& outputs) {
   if (closed_.load(std::memory_order_acquire)) return;
-  dump_to(op, h5_ ? std::string() : op_folder(op), inputs, outputs);
+  static const std::string kInTheFile;  // an .h5 dump has no folder per op
+  dump_to(op, h5_ ? kInTheFile : op_folder(op), inputs, outputs);
 }
 
 TensorView Dumper::file_view(const TensorView& v) const {

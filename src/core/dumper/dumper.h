@@ -59,8 +59,8 @@ class Dumper final : public DumpSink {
   bool op_selected(std::string_view model_name, std::string_view op_name, std::string_view op_type,
                    bool marked = false) const;
 
-  // The folder an op's files go to (created on first use).
-  std::string op_folder(const OpRecord& op);
+  // The folder an op's files go to (created on first use; the string lives as long as the dumper).
+  const std::string& op_folder(const OpRecord& op);
   const std::string& run_root() const override { return run_root_; }
 
   void dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs,

@@ -31,7 +31,7 @@ class Finding final : public LazyWork {
   bool in_order() const override { return true; }
 
  private:
-  void compute(std::vector<at::Tensor>& release) override {
+  void compute(ReleasedTensors& release) override {
     barrier().run_earlier(*this);
     log_.add(id_);
     release.push_back(std::move(t_));
@@ -52,7 +52,7 @@ class Gate final : public LazyWork {
   }
 
  private:
-  void compute(std::vector<at::Tensor>&) override {
+  void compute(ReleasedTensors&) override {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [this] { return open_; });
   }
