@@ -9,8 +9,13 @@
 namespace opdump::pt::detail {
 
 std::pair<std::string, std::string> module_scope_path() {
-  std::string path = scopes::path(), brief = scopes::short_path();
-  std::string last = scopes::depth() ? path.substr(path.rfind('/') + 1) : std::string();
+  std::string path = scopes::path();
+  const std::string& short_path = scopes::short_path();
+  std::string brief;
+  brief.reserve(short_path.size() + path.size());  // one allocation: the last element grows below
+  brief = short_path;
+  // Where the last element starts in `path` (npos: none), and its short form's length in `brief`.
+  size_t last_at = scopes::depth() ? path.rfind('/') + 1 : std::string::npos;
   size_t last_short = scopes::depth() ? brief.size() - brief.rfind('/') - 1 : 0;
   auto hierarchy = torch::jit::currentModuleHierarchy();
   // Entries look like "conv(Conv2d)::forward"; "SELF(...)" is a method of the same module.
@@ -19,12 +24,16 @@ std::pair<std::string, std::string> module_scope_path() {
     if (const size_t method = e.find("::"); method != std::string::npos) e.resize(method);
     if (e.rfind("SELF(", 0) == 0) continue;
     auto [element, short_element] = identity::script_scope_element(e);
-    path += "/" + element;
-    brief += "/" + short_element;
-    last = std::move(element);
+    path += '/';
+    last_at = path.size();
+    path += element;
+    brief += '/';
+    brief += short_element;
     last_short = short_element.size();
   }
-  if (!last.empty()) brief = brief.substr(0, brief.size() - last_short) + last;
+  // The op's own module keeps its class in the short form too.
+  if (last_at != std::string::npos && last_at < path.size())
+    brief.replace(brief.size() - last_short, last_short, path, last_at, std::string::npos);
   return {std::move(path), std::move(brief)};
 }
 

@@ -241,7 +241,7 @@ class Observer final : public RuntimeListener {
     if (!ctx->report) return ctx;  // no dump, or it is closing
     DumpSink* dumper = &ctx->report.dumper();
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
-    const std::string op_type = std::strstr(name, "::") + 2;
+    const std::string_view op_type = std::strstr(name, "::") + 2;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling
     // as_strided_) is still the innermost op that computes.
     if (parent && !(dumper->settings().skip_no_compute_ops && op_kinds::computes_nothing(op_type))) parent->had_child = true;

@@ -47,8 +47,8 @@ uint64_t OpReport::model_id(const std::string& model) const {
   return m ? m->id : 0;
 }
 
-void OpReport::identify(const std::string& op_type, std::string name, std::string model, uint64_t model_id) {
-  record_.id = OpIdentity{op_type, std::move(name), runtime_->next_task_id(), 0, now_microseconds()};
+void OpReport::identify(std::string_view op_type, std::string name, std::string model, uint64_t model_id) {
+  record_.id = OpIdentity{std::string(op_type), std::move(name), runtime_->next_task_id(), 0, now_microseconds()};
   record_.model_name = std::move(model);
   record_.model_id = model_id;
   record_.iteration = runtime_->iteration();

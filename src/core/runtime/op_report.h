@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,7 +54,7 @@ class OPDUMP_ADAPTER_API OpReport {
   uint64_t model_id(const std::string& model) const;
   // The op takes the next task id of the iteration (every op of the observed level, dumped or not,
   // so that execution orders of two runs line up) and becomes the record the files are named by.
-  void identify(const std::string& op_type, std::string name, std::string model, uint64_t model_id);
+  void identify(std::string_view op_type, std::string name, std::string model, uint64_t model_id);
   const OpRecord& record() const { return record_; }
   uint64_t* stream_id() { return &record_.id.stream_id; }  // the device stream, as capture finds it
 
