@@ -137,13 +137,9 @@ TEST(StatisticCsv, RowsCarryEveryCategoryExactly) {
 TEST(StatisticCsv, RowsFromHeadsAreTheRowsOfStatisticRows) {
   const std::vector<StatCategory> categories = {StatCategory::Max, StatCategory::Min, StatCategory::Count};
   std::vector<float> v = {4.25f, -1, 0};
-  StatisticRow r;
-  r.op = OpIdentity{"conv2d", "Default/net,1/conv2d-op0", 3, 1, 12345};
-  r.io = IoKind::Output;
-  r.slot = 1;
-  r.data_size = 12;
-  r.dtype = DType::Float32;
-  r.shape = {1, 3, 1, 1, 1, 1, 1, 1, 1};  // more dimensions than a batched row holds inline
+  // (more dimensions than a batched row holds inline)
+  StatisticRow r{OpIdentity{"conv2d", "Default/net,1/conv2d-op0", 3, 1, 12345}, IoKind::Output, 1, 12, DType::Float32,
+                 Shape{1, 3, 1, 1, 1, 1, 1, 1, 1}};
   r.stats = compute_stats(TensorView{v.data(), DType::Float32, r.shape});
   std::string from_head;
   append_statistic_csv_row(from_head, StatisticRowHead{r.op, r.io, r.slot, r.data_size, r.dtype, r.shape.data(), r.shape.size()},
