@@ -153,6 +153,13 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Reduc
   const AdapterSettings& settings = dumper.settings();
   DumpTensor d;
   d.view = TensorView{nullptr, dtype, Shape(t.sizes().begin(), t.sizes().end())};
+  if (t.numel() == 0 && !(settings.tensors || settings.bin_files)) {
+    // Nothing to read: the Dumper writes the row of an empty view itself. On a device the reduction
+    // would still launch a dozen kernels (cuDNN's empty batch-norm reserve: ~200 us of host time
+    // per backward op on an H200).
+    out.push_back(std::move(d));
+    return;
+  }
   const bool on_device = !t.device().is_cpu() || settings.statistics_on_device;
   // Only host statistics of a contiguous tensor run no ATen op (copies, detach, device reductions do).
   if (!quiet && (on_device || settings.tensors || settings.bin_files || !t.is_contiguous()))

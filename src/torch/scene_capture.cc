@@ -136,7 +136,7 @@ class OutputChecks {
         device = outputs[i].device();
         small.push_back(outputs[i]);
         slots.push_back(i);
-      } else if (can_overflow(outputs[i])) {
+      } else if (can_overflow(outputs[i]) && outputs[i].numel() > 0) {  // an empty one cannot overflow
         rest[i] = outputs[i];
         any_rest = true;
       }

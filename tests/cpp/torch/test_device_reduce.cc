@@ -13,9 +13,13 @@
 #include <string>
 #include <tuple>
 
+#include "../dumper_fixtures.h"
+#include "../test_util.h"
 #include "capture.h"
 #include "debug_scenes/debug_scenes.h"
 #include "device_batch.h"
+#include "dumper/dumper.h"
+#include "host_stats.h"
 #include "stats/stats.h"
 
 using namespace opdump;
@@ -90,6 +94,34 @@ TEST_P(ReductionOnDevice, StatisticsEqualTheHostKernel) {
   for (at::Tensor t : {with_specials(), torch::randint(-50, 50, {777}, torch::kInt64), torch::empty({0})}) {
     expect_same_stats(device_stats(there(t))->get(), host_stats_of(t), c10::toString(t.scalar_type()));
   }
+}
+
+// An empty tensor has nothing to reduce: its capture stages nothing and launches nothing (on a GPU
+// a reduction of it still cost a dozen kernel launches); the Dumper writes its row itself, as the
+// host path does. The op's other tensors are reduced as before.
+TEST_P(ReductionOnDevice, EmptyTensorsAreNotReduced) {
+  test::TempDir dir;
+  // stat_calc_mode "device": CPU tensors take the device path too.
+  Dumper dumper(parse_config(test::ms_config(dir.path(), R"(, "saved_data": "statistic")",
+                                             R"(true, "stat_calc_mode": "device")"),
+                             "t", test::no_env()));
+  StatsCache cache;
+  ReductionBatcher batcher(Reduction::Statistics);
+  PendingWork barrier;
+  std::vector<DumpTensor> out;
+  uint64_t stream = 0;
+  capture_tensors({there(torch::empty({3, 0})), there(torch::full({4}, 2.0))}, dumper, cache, batcher, barrier, out,
+                  &stream);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].deferred_stats);
+  EXPECT_EQ(out[0].pending_bytes, 0u);
+  EXPECT_EQ(out[0].view.shape, (Shape{3, 0}));
+  ASSERT_TRUE(out[1].deferred_stats);
+  EXPECT_EQ(out[1].pending_bytes, 16u);
+  const TensorStats four = out[1].deferred_stats->get();
+  EXPECT_EQ(four.count, 4u);
+  EXPECT_EQ(four.max, 2.0);
+  EXPECT_EQ(four.sum, 8.0);
 }
 
 // Many ops' tensors staged into one batch and reduced together, segment by segment: each tensor's
