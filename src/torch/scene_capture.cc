@@ -191,6 +191,9 @@ class OverflowScene {
       barrier_.add(work->storages(), work);
       return;
     }
+    if (dumper->settings().statistics_on_device)
+      for (const at::Tensor& t : outputs)
+        if (t.defined() && t.device().is_cpu()) note_aten_reductions_on_host();
     QuietAten quiet;
     uint64_t bytes = 0;
     for (const at::Tensor& t : outputs) bytes += checked_bytes(t);

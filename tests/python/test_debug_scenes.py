@@ -93,6 +93,7 @@ def test_overflow_checked_by_device_reductions(scene, tmp_path, where):
     assert not any(n.startswith("tanh.") for n in names)
     assert any(e["op_name"].startswith("Gradients/") for e in summary["ops"])
     assert out["report"]["overflow_checks"] > 0 and out["report"]["overflow_bounded"] == 0
+    assert err.count('stat_calc_mode "device" with tensors on the CPU') == (1 if where == "cpu-aten" else 0)
 
 
 def test_overflow_number_caps_what_is_dumped_not_the_root_cause(scene, tmp_path):
