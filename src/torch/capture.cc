@@ -7,7 +7,6 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -17,7 +16,6 @@
 #include "device_batch.h"
 #include "device_reduce.h"
 #include "host_stats.h"
-#include "util/log.h"
 
 namespace opdump::pt::detail {
 
@@ -110,14 +108,6 @@ uint64_t stream_of(const at::Tensor& t) {
   return static_cast<uint64_t>(c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()).id());
 }
 
-void note_aten_reductions_on_host() {
-  static std::atomic<bool> said{false};
-  if (!said.load(std::memory_order_relaxed) && !said.exchange(true))
-    log_warning("stat_calc_mode \"device\" with tensors on the CPU: their statistics and overflow checks are the "
-                "device path's ATen reductions, tens of times slower than the host kernels (a resnet18 CPU step: "
-                "seconds instead of 0.1 s); \"host\" is the fast choice for CPU training");
-}
-
 std::string undumpable_reason(const at::Tensor& t) {
   if (!t.defined()) return "undefined tensor (no value was passed)";
   if (t.layout() != at::kStrided) {
@@ -170,7 +160,7 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Reduc
     out.push_back(std::move(d));
     return;
   }
-  const bool on_device = !t.device().is_cpu() || settings.statistics_on_device;
+  const bool on_device = !t.device().is_cpu() || settings.device_path_on_cpu;
   // Only host statistics of a contiguous tensor run no ATen op (copies, detach, device reductions do).
   if (!quiet && (on_device || settings.tensors || settings.bin_files || !t.is_contiguous()))
     quiet.emplace();
@@ -182,7 +172,6 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Reduc
     d.owner = copy;
   }
   if (on_device && (settings.statistics || !(settings.tensors || settings.bin_files))) {
-    if (t.device().is_cpu()) note_aten_reductions_on_host();
     if (batcher.batched(t))
       to_stage.push_back(ToStage{out.size(), t.detach()});
     else
@@ -211,7 +200,7 @@ void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, S
     else
       capture_one(tensors[i], dumper, cache, batcher, barrier, out, to_stage, stream_id, written, quiet);
   }
-  // One staging call per device (statistics_on_device may mix host and device tensors in one op).
+  // One staging call per device (device_path_on_cpu may mix host and device tensors in one op).
   while (!to_stage.empty()) {
     const at::Device device = to_stage.front().tensor.device();
     std::vector<ToStage> here, rest;

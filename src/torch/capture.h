@@ -51,9 +51,6 @@ DumpTensor dump_copy(const at::Tensor& t);
 // A copy of a contiguous host tensor, made by a memcpy into a fresh tensor: no ATen op runs, so no
 // QuietAten is needed around it (whose guard costs more than copying a small tensor).
 at::Tensor copy_contiguous_host(const at::Tensor& t);
-// stat_calc_mode "device" puts CPU tensors on the device path (how the tests run it without a GPU),
-// which is far slower than the host kernels: says so once per process.
-void note_aten_reductions_on_host();
 // The stream an op ran on (0 on the CPU).
 uint64_t stream_of(const at::Tensor& t);
 

@@ -1,7 +1,7 @@
 // Reductions of a tensor computed with ATen ops on its own device and stream, the one path by
-// which statistics (stat_calc_mode "device", device tensors) and overflow checks of device
-// tensors are made: only a few doubles come back, copied asynchronously into pinned memory, and
-// nothing synchronises the training.
+// which statistics and overflow checks of device tensors are made (of host tensors too with
+// device_path_on_cpu, which checks this path without a GPU): only a few doubles come back,
+// copied asynchronously into pinned memory, and nothing synchronises the training.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -30,7 +30,7 @@ bool can_overflow(const at::Tensor& t);
 // The reductions of several tensors (one block of doubles each, in order) on their way back.
 class DeviceReduction {
  public:
-  // All tensors on one device (the CPU included: stat_calc_mode "device" on host tensors).
+  // All tensors on one device (the CPU included: device_path_on_cpu).
   DeviceReduction(Reduction what, const std::vector<at::Tensor>& tensors);
   bool ready() const { return values_->ready(); }
   // Waits for the numbers (an event on the producing stream), then reads block `i`.

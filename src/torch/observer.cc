@@ -82,7 +82,7 @@ void note_scaled(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
 // Whether the dump's statistics are the host's, remembered per tensor version (StatsCache): a debug
 // scene other than the watcher dumps none, and hashes need the data.
 bool remembers_host_statistics(const DumpSink* dumper) {
-  if (!dumper || !dumper->settings().statistics || dumper->settings().statistics_on_device ||
+  if (!dumper || !dumper->settings().statistics || dumper->settings().device_path_on_cpu ||
       (dumper->settings().scene != Scene::Normal && dumper->settings().scene != Scene::Watcher))
     return false;
   const StatsOptions options = dumper->stats_options();

@@ -178,9 +178,9 @@ class OverflowScene {
   OverflowScene(PendingWork& barrier, KnownChecks& known) : barrier_(barrier), known_(known) {}
   void check(const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
              std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded) {
-    // Outputs on a device are checked there; with stat_calc_mode "device" host outputs too (by the
-    // same ATen reductions, not the host kernels).
-    bool on_device = dumper->settings().statistics_on_device;
+    // Outputs on a device are checked there; with device_path_on_cpu host outputs too (by the same
+    // ATen reductions, not the host kernels).
+    bool on_device = dumper->settings().device_path_on_cpu;
     for (const at::Tensor& t : outputs) on_device |= t.defined() && !t.device().is_cpu();
     if (!on_device) {
       auto work = std::make_shared<LazyCheck>(barrier_, known_, dumper, record, std::move(inputs), std::move(outputs),
@@ -191,9 +191,6 @@ class OverflowScene {
       barrier_.add(work->storages(), work);
       return;
     }
-    if (dumper->settings().statistics_on_device)
-      for (const at::Tensor& t : outputs)
-        if (t.defined() && t.device().is_cpu()) note_aten_reductions_on_host();
     QuietAten quiet;
     uint64_t bytes = 0;
     for (const at::Tensor& t : outputs) bytes += checked_bytes(t);

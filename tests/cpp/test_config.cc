@@ -172,13 +172,16 @@ TEST(ConfigPaths, BracedVariablesAndUnknownKeysWarn) {
 
 TEST(ConfigOptions, OpdumpObjectInEveryDialect) {
   DumpConfig c = parse_config(R"({"dump": {"dump_path": "/o"}, "opdump": {"level": "kernel", "writer_threads": 3,
-     "max_inflight_mb": 64, "host_work": "inline", "direct_io": false}})", "t", env_of({}));
+     "max_inflight_mb": 64, "host_work": "inline", "direct_io": false, "device_path_on_cpu": true}})", "t", env_of({}));
   EXPECT_EQ(c.level, ObserveLevel::Kernel);
   EXPECT_EQ(c.host_work, HostWork::Inline);
   EXPECT_FALSE(c.direct_io);
+  EXPECT_TRUE(c.device_path_on_cpu);
+  EXPECT_NE(describe_config(c).find("device_path_on_cpu  true\n"), std::string::npos);
   const DumpConfig defaults = parse_config(R"({"dump": {"dump_path": "/o"}})", "t", env_of({}));
   EXPECT_EQ(defaults.host_work, HostWork::Auto);
   EXPECT_TRUE(defaults.direct_io);
+  EXPECT_FALSE(defaults.device_path_on_cpu);
   EXPECT_EQ(c.writer_threads, 3u);
   EXPECT_EQ(c.max_inflight_bytes, uint64_t(64) << 20);
 }
@@ -288,6 +291,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"opdump_host_work", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"host_work\": \"gpu\"}}", "opdump.host_work", "\"auto\", \"background\", \"inline\""},
         BadConfig{"opdump_threads", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"writer_threads\": 65}}", "opdump.writer_threads", "0 to 64"},
         BadConfig{"opdump_direct_io", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"direct_io\": \"yes\"}}", "opdump.direct_io", "true or false"},
+        BadConfig{"opdump_device_path", "{\"dump\": {\"dump_path\": \"/o\"}, \"opdump\": {\"device_path_on_cpu\": 1}}", "opdump.device_path_on_cpu", "true or false"},
         // GE's DumpConfigValidator rules
         BadConfig{"cann_no_dump_path", "{\"dump\": {\"dump_list\": [{\"model_name\": \"m\"}]}}", "dump.dump_path", "is required"},
         BadConfig{"cann_empty_dump_path", "{\"dump\": {\"dump_path\": \"\"}}", "dump.dump_path", "is empty"},

@@ -132,7 +132,8 @@ void parse_opdump_options(const json& doc, DumpConfig& c, const ParseOptions& op
   if (it == doc.end()) return;
   Fields f(*it, "opdump",
            {"level", "skip_no_compute_ops", "check_fp16_range", "max_inflight_mb", "writer_threads", "direct_io", "net_name",
-            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work", "h5_file", "layout"});
+            "save_kernel_args", "overflow_ignore_ops", "overflow_number", "host_work", "h5_file", "layout",
+            "device_path_on_cpu"});
   if (auto v = f.choice("layout", {"mindspore", "msprobe"})) {
     c.msprobe_layout = *v == "msprobe";
     if (c.msprobe_layout && c.dialect != Dialect::Msprobe)
@@ -152,6 +153,7 @@ void parse_opdump_options(const json& doc, DumpConfig& c, const ParseOptions& op
   if (auto v = f.string("net_name")) c.net_name = *v;
   if (auto v = f.choice("host_work", {"auto", "background", "inline"}))
     c.host_work = *v == "auto" ? HostWork::Auto : *v == "background" ? HostWork::Background : HostWork::Inline;
+  if (auto v = f.boolean("device_path_on_cpu")) c.device_path_on_cpu = *v;
   if (auto v = f.boolean("save_kernel_args")) {
     c.save_kernel_args = *v;
     c.save_kernel_args_given = true;

@@ -102,6 +102,9 @@ struct DumpConfig {
   bool msprobe_layout = false;
   bool direct_io = true;        // large tensor files written past the page cache (O_DIRECT)
   HostWork host_work = HostWork::Auto;
+  // CPU tensors reduced by the device path's ATen ops instead of the host kernels: checks that path
+  // without a GPU (tens of times slower). stat_calc_mode does not choose it: on the CPU the device is the host.
+  bool device_path_on_cpu = false;
 
   std::string original_text;          // the config as given (for .dump_metadata)
   std::vector<std::string> warnings;  // unknown keys and similar

@@ -53,6 +53,7 @@ nlohmann::ordered_json to_json_object(const DumpConfig& c) {
   j["writer_threads"] = c.writer_threads;
   j["direct_io"] = c.direct_io;
   j["host_work"] = to_string(c.host_work);
+  j["device_path_on_cpu"] = c.device_path_on_cpu;
   j["warnings"] = c.warnings;
   return j;
 }

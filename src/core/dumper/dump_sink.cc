@@ -12,7 +12,7 @@ AdapterSettings AdapterSettings::of(const DumpConfig& config) {
   s.statistics = config.dumps_statistics();
   s.bin_files = config.file_format == FileFormat::Bin;
   s.h5_file = config.file_format == FileFormat::H5;
-  s.statistics_on_device = config.stat_calc_mode == StatCalcMode::Device;
+  s.device_path_on_cpu = config.device_path_on_cpu;
   s.skip_no_compute_ops = config.skip_no_compute_ops;
   s.check_fp16_range = config.check_fp16_range;
   for (const auto& m : config.dump_list)

@@ -30,7 +30,7 @@ struct AdapterSettings {
   bool statistics = false;         // statistics (saved_data statistic or full)
   bool bin_files = false;          // file_format bin: tensors are copied to the host for it
   bool h5_file = false;            // file_format h5: the dump is one .h5 file
-  bool statistics_on_device = false;  // stat_calc_mode device
+  bool device_path_on_cpu = false;    // CPU tensors reduced by the device path's ATen ops (DumpConfig)
   bool skip_no_compute_ops = false;
   bool check_fp16_range = false;   // overflow checks also flag float32 values beyond float16's range
   bool watch_has_layers = false;   // a dump_list entry names layers after which watched ops are checked

@@ -96,32 +96,58 @@ TEST_P(ReductionOnDevice, StatisticsEqualTheHostKernel) {
   }
 }
 
+// An op's tensors captured as the observer captures them, under a statistics dump with `e2e` added to
+// its e2e_dump_settings and `options` as its "opdump" object.
+struct Captured {
+  Captured(const std::vector<at::Tensor>& tensors, const std::string& e2e, const std::string& options)
+      : dumper(parse_config(config(dir.path(), e2e, options), "t", test::no_env())) {
+    uint64_t stream = 0;
+    capture_tensors(tensors, dumper, cache, batcher, barrier, out, &stream);
+  }
+  static std::string config(const std::string& path, const std::string& e2e, const std::string& options) {
+    std::string text = test::ms_config(path, R"(, "saved_data": "statistic")", "true" + e2e);
+    text.insert(text.size() - 1, R"(, "opdump": {)" + options + "}");
+    return text;
+  }
+  test::TempDir dir;
+  Dumper dumper;
+  StatsCache cache;
+  ReductionBatcher batcher{Reduction::Statistics};
+  PendingWork barrier;
+  std::vector<DumpTensor> out;
+};
+
 // An empty tensor has nothing to reduce: its capture stages nothing and launches nothing (on a GPU
 // a reduction of it still cost a dozen kernel launches); the Dumper writes its row itself, as the
 // host path does. The op's other tensors are reduced as before.
 TEST_P(ReductionOnDevice, EmptyTensorsAreNotReduced) {
-  test::TempDir dir;
-  // stat_calc_mode "device": CPU tensors take the device path too.
-  Dumper dumper(parse_config(test::ms_config(dir.path(), R"(, "saved_data": "statistic")",
-                                             R"(true, "stat_calc_mode": "device")"),
-                             "t", test::no_env()));
-  StatsCache cache;
-  ReductionBatcher batcher(Reduction::Statistics);
-  PendingWork barrier;
-  std::vector<DumpTensor> out;
-  uint64_t stream = 0;
-  capture_tensors({there(torch::empty({3, 0})), there(torch::full({4}, 2.0))}, dumper, cache, batcher, barrier, out,
-                  &stream);
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_FALSE(out[0].deferred_stats);
-  EXPECT_EQ(out[0].pending_bytes, 0u);
-  EXPECT_EQ(out[0].view.shape, (Shape{3, 0}));
-  ASSERT_TRUE(out[1].deferred_stats);
-  EXPECT_EQ(out[1].pending_bytes, 16u);
-  const TensorStats four = out[1].deferred_stats->get();
+  Captured c({there(torch::empty({3, 0})), there(torch::full({4}, 2.0))}, "", R"("device_path_on_cpu": true)");
+  ASSERT_EQ(c.out.size(), 2u);
+  EXPECT_FALSE(c.out[0].deferred_stats);
+  EXPECT_EQ(c.out[0].pending_bytes, 0u);
+  EXPECT_EQ(c.out[0].view.shape, (Shape{3, 0}));
+  ASSERT_TRUE(c.out[1].deferred_stats);
+  EXPECT_EQ(c.out[1].pending_bytes, 16u);
+  const TensorStats four = c.out[1].deferred_stats->get();
   EXPECT_EQ(four.count, 4u);
   EXPECT_EQ(four.max, 2.0);
   EXPECT_EQ(four.sum, 8.0);
+}
+
+// A CPU tensor goes down the device path's ATen reductions only when device_path_on_cpu asks (the
+// way to run that path without a GPU); MindSpore's stat_calc_mode "device" keeps the host kernels:
+// on the CPU the device is the host, and the ATen path is tens of times slower there.
+TEST(DevicePathOnCpu, ChosenByItsOptionNotByStatCalcMode) {
+  const at::Tensor t = torch::full({4}, 2.0);
+  Captured host({t}, R"(, "stat_calc_mode": "device")", "");
+  ASSERT_EQ(host.out.size(), 1u);
+  EXPECT_NE(dynamic_cast<LazyStats*>(host.out[0].deferred_stats.get()), nullptr) << "the host kernels";
+  EXPECT_EQ(host.out[0].deferred_stats->get().sum, 8.0);
+  Captured aten({t}, "", R"("device_path_on_cpu": true)");
+  ASSERT_EQ(aten.out.size(), 1u);
+  ASSERT_TRUE(aten.out[0].deferred_stats);
+  EXPECT_EQ(dynamic_cast<LazyStats*>(aten.out[0].deferred_stats.get()), nullptr) << "a batched ATen reduction";
+  EXPECT_EQ(aten.out[0].deferred_stats->get().sum, 8.0);
 }
 
 // Many ops' tensors staged into one batch and reduced together, segment by segment: each tensor's
