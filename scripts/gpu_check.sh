@@ -8,7 +8,8 @@
 #                                            runs the CUDA tests (C++ and Python) and the GPU overhead bench;
 #                                            logs and results in OUT
 # Environment of run: GPU_CHECK_BENCH (more arguments of bench/bench_torch.py, "none" skips it; GPU_CHECK_BENCH_S
-# its time limit), GPU_CHECK_TESTS (the last stage's pytest files; GPU_CHECK_REST_S its time limit),
+# its time limit), GPU_CHECK_PROFILE ("none" skips bench/step_profile.py, where a GPU step's time goes; its time
+# limit GPU_CHECK_PROFILE_S), GPU_CHECK_TESTS (the last stage's pytest files; GPU_CHECK_REST_S its time limit),
 # GPU_CHECK_BASELINE (another checkout, e.g. `git archive` of an earlier commit: built beside this one and measured
 # by the bench in the same rounds).
 set -euo pipefail
@@ -125,6 +126,11 @@ run() {
     # shellcheck disable=SC2086
     PYTHONUNBUFFERED=1 timeout "${GPU_CHECK_BENCH_S:-240}" "$py" bench/bench_torch.py --device cuda --modes off,stats,overflow \
       --steps 10 --rounds 2 --dir /tmp "${baseline[@]}" ${GPU_CHECK_BENCH:-} 2>&1 | tee "$out/bench.log" | tail -25 || rc=1
+  fi
+  # 3b. Where a dumped GPU step's time goes: threads, launches, the ops whose self time grew.
+  if [ "${GPU_CHECK_PROFILE:-}" != none ]; then
+    PYTHONUNBUFFERED=1 timeout "${GPU_CHECK_PROFILE_S:-150}" "$py" bench/step_profile.py --device cuda 2>&1 |
+      tee "$out/step_profile.log" | tail -40 || rc=1
   fi
   # 4. The rest of the adapter's tests on this machine's PyTorch (CPU and GPU), in what time is left.
   # shellcheck disable=SC2086
