@@ -19,6 +19,7 @@
 #include "debug_scenes/debug_scenes.h"
 #include "device_batch.h"
 #include "dumper/dumper.h"
+#include "gate_work.h"
 #include "host_stats.h"
 #include "stats/stats.h"
 
@@ -97,12 +98,23 @@ TEST_P(ReductionOnDevice, StatisticsEqualTheHostKernel) {
 }
 
 // An op's tensors captured as the observer captures them, under a statistics dump with `e2e` added to
-// its e2e_dump_settings and `options` as its "opdump" object.
+// its e2e_dump_settings and `options` as its "opdump" object. `held`: the barrier's background thread
+// waits behind a gate until the end, so the op's host statistics stay pending meanwhile.
 struct Captured {
-  Captured(const std::vector<at::Tensor>& tensors, const std::string& e2e, const std::string& options)
+  Captured(const std::vector<at::Tensor>& tensors, const std::string& e2e, const std::string& options,
+           HostWork placement = HostWork::Background, bool held = false)
       : dumper(parse_config(config(dir.path(), e2e, options), "t", test::no_env())) {
+    barrier.set_placement(placement);
+    if (held) barrier.add({}, gate);
+    capture(tensors);
+  }
+  void capture(const std::vector<at::Tensor>& tensors) {  // the next op's, into `out` after this one's
     uint64_t stream = 0;
     capture_tensors(tensors, dumper, cache, batcher, barrier, out, &stream);
+  }
+  ~Captured() {
+    gate->open();
+    barrier.force_all();  // nothing pending outlives the barrier
   }
   static std::string config(const std::string& path, const std::string& e2e, const std::string& options) {
     std::string text = test::ms_config(path, R"(, "saved_data": "statistic")", "true" + e2e);
@@ -114,6 +126,7 @@ struct Captured {
   StatsCache cache;
   ReductionBatcher batcher{Reduction::Statistics};
   PendingWork barrier;
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>(barrier);
   std::vector<DumpTensor> out;
 };
 
@@ -148,6 +161,27 @@ TEST(DevicePathOnCpu, ChosenByItsOptionNotByStatCalcMode) {
   ASSERT_TRUE(aten.out[0].deferred_stats);
   EXPECT_EQ(dynamic_cast<LazyStats*>(aten.out[0].deferred_stats.get()), nullptr) << "a batched ATen reduction";
   EXPECT_EQ(aten.out[0].deferred_stats->get().sum, 8.0);
+}
+
+// Host statistics charge the writer's in-flight cap (max_inflight_mb) with their tensor's bytes only
+// while they still hold it: computed as the op ends (every core training) or remembered from an
+// earlier op, they hold nothing, and a batch of such rows charged the cap with memory nobody held.
+TEST(HostStatistics, ChargeTheInFlightCapOnlyWhileTheyHoldTheTensor) {
+  const at::Tensor t = torch::full({256}, 2.0);  // 1 KiB
+  Captured pending({t}, "", "", HostWork::Background, /*held=*/true);
+  ASSERT_EQ(pending.out.size(), 1u);
+  EXPECT_FALSE(dynamic_cast<LazyStats&>(*pending.out[0].deferred_stats).done());
+  EXPECT_EQ(pending.out[0].pending_bytes, 1024u);
+  pending.gate->open();
+  pending.barrier.force_all();
+  pending.capture({t});  // the same tensor, unchanged, read by a later op: its remembered statistics
+  ASSERT_EQ(pending.out.size(), 2u);
+  EXPECT_EQ(pending.out[1].deferred_stats, pending.out[0].deferred_stats);
+  EXPECT_EQ(pending.out[1].pending_bytes, 0u);
+  Captured computed({t}, "", "", HostWork::Inline);
+  ASSERT_EQ(computed.out.size(), 1u);
+  EXPECT_EQ(computed.out[0].pending_bytes, 0u);
+  EXPECT_EQ(computed.out[0].deferred_stats->get().sum, 512.0);
 }
 
 // Many ops' tensors staged into one batch and reduced together, segment by segment: each tensor's

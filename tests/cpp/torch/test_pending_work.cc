@@ -5,10 +5,10 @@
 
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <mutex>
 #include <vector>
 
+#include "gate_work.h"
 #include "host_stats.h"
 
 using namespace opdump::pt::detail;
@@ -39,26 +39,6 @@ class Finding final : public LazyWork {
   Log& log_;
   int id_;
   at::Tensor t_;
-};
-
-// Holds the background thread until opened.
-class Gate final : public LazyWork {
- public:
-  explicit Gate(PendingWork& barrier) : LazyWork(barrier) {}
-  void open() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    open_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  void compute(ReleasedTensors&) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [this] { return open_; });
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool open_ = false;
 };
 
 const c10::StorageImpl* storage(const at::Tensor& t) { return t.storage().unsafeGetStorageImpl(); }
