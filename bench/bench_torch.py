@@ -44,32 +44,18 @@ import sys
 import tempfile
 import time
 
+import msprobe_workload
 import steady_allocator
 
 WORKER = r"""
-import json, statistics, sys, time, torch, torchvision
+import json, statistics, sys, time, torch
+sys.path.insert(0, sys.argv[7])  # this bench's folder (PYTHONPATH may be another build's, --baseline)
+import msprobe_workload
 mode, steps, path, threads, model, device = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5],
                                              sys.argv[6])
 if threads:
     torch.set_num_threads(threads)
-torch.manual_seed(0)
-if model == "tiny":  # many tiny ops: what each op costs, whatever its size
-    m = torch.nn.Sequential(*[l for _ in range(100) for l in (torch.nn.Linear(16, 16), torch.nn.ReLU())],
-                            torch.nn.Linear(16, 1000))
-    x = torch.randn(4, 16)
-else:
-    # The workload of the msprobe measurement (shared reference peers.md): 1000 classes, momentum 0.9;
-    # resnet50 at 4x the batch for a model doing about 10x the work.
-    m = getattr(torchvision.models, model)(num_classes=1000)
-    x = torch.randn(16 if model == "resnet50" else 4, 3, 64, 64)
-m, x = m.to(device), x.to(device)
-opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-y = torch.randint(0, 1000, (x.shape[0],)).to(device)
-on_gpu = device != "cpu"
-def step():
-    opt.zero_grad(); torch.nn.functional.cross_entropy(m(x), y).backward(); opt.step()
-    if on_gpu:
-        torch.cuda.synchronize()  # a step's time is its kernels' too
+m, opt, step = msprobe_workload.build(model, device)
 base, _, how = mode.partition("-")
 base, _, host_work = base.partition("@")  # stats@background: opdump.host_work forced
 alternate = how == "alt"      # even iterations dumped, odd ones not: both in this process
@@ -77,13 +63,9 @@ in_blocks = how == "blocks"   # undumped and dumped blocks of steps alternate in
 if mode != "plain":
     import opdump
     iterations = "|".join(str(i) for i in range(0, 2 * steps + 16, 2)) if alternate else "all"  # warm-up <= 16
-    cfg = {"common_dump_settings": {"dump_mode": 0, "path": path, "net_name": "resnet",
-           "iteration": "1000000000" if base == "off" else iterations,
-           "saved_data": "tensor" if base == "tensor" else "statistic", "input_output": 0, "kernels": [],
-           "support_device": [0], "op_debug_mode": 3 if base == "overflow" else 0},
-           "e2e_dump_settings": {"enable": True}}
-    if host_work:
-        cfg["opdump"] = {"host_work": host_work}
+    cfg = msprobe_workload.dump_config(path, "1000000000" if base == "off" else iterations,
+                                       "tensor" if base == "tensor" else "statistic", 3 if base == "overflow" else 0,
+                                       host_work)
     json.dump(cfg, open(path + ".json", "w"))
     opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
     if not in_blocks:
@@ -160,7 +142,8 @@ def run_mode(mode, steps, workdir, pythonpath=None):
     env = steady_allocator.environment(ALLOCATOR)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL, DEVICE],
+    out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL, DEVICE,
+                          os.path.dirname(os.path.abspath(__file__))],
                          capture_output=True,
                          text=True, env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
@@ -236,7 +219,7 @@ def main():
     p.add_argument("--threads", type=int, default=0,
                    help="torch.set_num_threads of the training (default: torch's, all cores: the statistics thread "
                         "then competes with the training for them)")
-    p.add_argument("--model", choices=["resnet18", "resnet50", "tiny"], default="resnet18",
+    p.add_argument("--model", choices=msprobe_workload.MODELS, default="resnet18",
                    help="resnet18 at batch 4 (default: msprobe's workload); resnet50 at batch 16 (about 10x the step); "
                         "tiny: 100 Linear(16, 16)+ReLU layers at batch 4 (the fixed cost per op, in microseconds)")
     p.add_argument("--device", default="cpu",

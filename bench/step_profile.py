@@ -1,5 +1,5 @@
 """Where a dumped training step's time goes, against the plain step, in one run: resnet18 (the workload of
-bench_torch.py) on the CPU or a GPU, each mode in its own process under the steady allocator:
+bench_torch.py, msprobe_workload.py) on the CPU or a GPU, each mode in its own process under the steady allocator:
 
   the step          median over --steps synchronized steps, and its ratio to plain
   threads           CPU time per step of each thread, by name (the training thread, torch's autograd and
@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 
+import msprobe_workload
 import steady_allocator
 
 MODES = {"stats": 0, "overflow": 3}  # the modes and their op_debug_mode
@@ -47,30 +48,15 @@ def thread_cpu_ms():
 def worker(mode, steps, device, path, threads):
     import threading
     import torch
-    import torchvision
     from torch.profiler import ProfilerActivity, profile
     if threads:
         torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = torchvision.models.resnet18(num_classes=1000).to(device)
-    x, y = torch.randn(4, 3, 64, 64).to(device), torch.randint(0, 1000, (4,)).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-    def step():
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-        if device != "cpu":
-            torch.cuda.synchronize()  # a step's time is its kernels' too
-
+    model, opt, step = msprobe_workload.build("resnet18", device)
     if mode != "plain":
         import opdump
         opdump.register_model(model, "resnet")
         opdump.hook_optimizer(opt)
-        opdump.set_dump({"common_dump_settings": {"dump_mode": 0, "path": path, "net_name": "resnet",
-                                                  "iteration": "all", "saved_data": "statistic", "input_output": 0,
-                                                  "kernels": [], "support_device": [0], "op_debug_mode": MODES[mode]},
-                         "e2e_dump_settings": {"enable": True}})
+        opdump.set_dump(msprobe_workload.dump_config(path, op_debug_mode=MODES[mode]))
     for _ in range(6):  # warm-up: the heap and the caches settle
         step()
     main = str(threading.get_native_id())
