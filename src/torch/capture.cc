@@ -180,7 +180,7 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Reduc
     const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
     std::shared_ptr<LazyStats> stats = cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier);
     // Charged against max_inflight_mb only while the statistics still hold the tensor: computed ones
-    // (remembered from an earlier op, or done as this op ends) hold none of its memory.
+    // (remembered from an earlier op, or computed at once where host work runs inline) hold none of its memory.
     d.pending_bytes = stats->done() ? 0 : stats->bytes();
     d.deferred_stats = std::move(stats);
   }
