@@ -5,6 +5,8 @@ whole process (every thread) per step:
 
   plain      no opdump
   off        opdump loaded, dump configured, the iteration not selected   (goal <= 1.02x)
+  listed     the iteration dumped with no op selected: every op named and listed in the execution order, none
+             of its tensors captured (what statistics and overflow mode pay before they read a tensor)
   stats      statistics mode at api level, the model's ops included       (goal <= 1.15x wall, <= 1.5x CPU)
   overflow   overflow mode (op_debug_mode 3): every output checked, nothing overflows   (goal <= 1.1x)
   tensor     tensor mode at api level; MB/s against the disk: the same files written by plain write() calls
@@ -66,6 +68,8 @@ if mode != "plain":
     cfg = msprobe_workload.dump_config(path, "1000000000" if base == "off" else iterations,
                                        "tensor" if base == "tensor" else "statistic", 3 if base == "overflow" else 0,
                                        host_work)
+    if base == "listed":  # a kernels list no op matches (opdump warns about it at the end, on stderr)
+        cfg["common_dump_settings"].update(dump_mode=1, kernels=["NoOpIsCalledThis"])
     json.dump(cfg, open(path + ".json", "w"))
     opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
     if not in_blocks:
@@ -211,7 +215,7 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dir", default=tempfile.gettempdir())
-    p.add_argument("--modes", default="plain,off,stats,overflow,tensor", help="comma-separated; plain is always run")
+    p.add_argument("--modes", default="plain,off,listed,stats,overflow,tensor", help="comma-separated; plain is always run")
     p.add_argument("--baseline", help="the python folder of another opdump build, measured in the same rounds")
     p.add_argument("--allocator", choices=["steady", "glibc", "both"], default="steady",
                    help="steady (default): glibc's mmap and trim thresholds fixed, as a preloaded jemalloc keeps them; "
@@ -311,8 +315,8 @@ def main():
     # stayed, docs/architecture.md "A second OpenMP team"): then the blocks' ratio reads low. The
     # undumped blocks after the first dump against the one before any tell.
     inside, drift = {}, {}
-    for mode in [m for m in modes if m.partition("@")[0] in ("off", "stats", "overflow")]:
-        for how in (("blocks",) if mode == "off" else ("blocks", "alt")):
+    for mode in [m for m in modes if m.partition("@")[0] in ("off", "listed", "stats", "overflow")]:
+        for how in (("blocks",) if mode in ("off", "listed") else ("blocks", "alt")):
             inside[(mode, how)] = []
             for _ in range(args.rounds):
                 d = run_mode(f"{mode}-{how}", args.steps, workdir)
@@ -365,7 +369,7 @@ def main():
     # The fixed cost per op: the step's extra time over the ops of a step (as statistics mode dumped them).
     stats_run = runs["stats"][-1] if runs.get("stats") else None
     ops = stats_run["report"].get("ops", 0) / (args.steps + stats_run["warmup"]) if stats_run else 0
-    for mode in [m for m in ("stats", "overflow", "off") if runs.get(m) and ops]:
+    for mode in [m for m in ("stats", "overflow", "listed", "off") if runs.get(m) and ops]:
         extra = statistics.median(medians[mode]) - statistics.median(medians["plain"])
         print(f"  {mode:8s} {extra * 1e3:6.2f} ms/step more than plain over {ops:.0f} ops/step: "
               f"{extra / ops * 1e6:6.1f} us per op")
