@@ -1,6 +1,10 @@
 // Op names that survive unrelated change (src/core/identity/op_names.h).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "identity/op_names.h"
 
 using namespace opdump::identity;
@@ -22,6 +26,31 @@ TEST(OpNames, CallIndexCountsPerScopeAndType) {
   EXPECT_EQ(counted_type("__and__"), "__and__");
   calls.clear();
   EXPECT_EQ(calls.next("Default/net-Net/conv1-Conv2d", "conv2d"), 0u);
+}
+
+TEST(OpNames, CallIndexCountsTheSameBeyondItsInlineKeysAndAcrossClears) {
+  // Keys kept inline (short ones, the first few) and in the map (long ones, and any beyond the
+  // inline few) count alike, and a clear restarts every count, whichever way it is kept.
+  CallIndex calls;
+  const std::string long_scope(80, 's');
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"", "convolution"}, {"", "add"}, {long_scope, "mul"}, {"", "relu"}, {"", "mm"}, {"", "sum"},
+      {"", "view"}, {"Default/x", "convolution"}, {"Default", "x/convolution"}};
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    for (uint64_t n = 0; n < 3; ++n)
+      for (const auto& [scope, type] : keys) EXPECT_EQ(calls.next(scope, type), n) << scope << "/" << type;
+    // a key first seen this iteration, after the inline keys are taken
+    EXPECT_EQ(calls.next("", "new" + std::to_string(iteration)), 0u);
+    EXPECT_EQ(calls.next("", "new" + std::to_string(iteration)), 1u);
+    calls.clear();
+  }
+  // Keys of earlier iterations that are not used again are dropped in time and start afresh.
+  for (int iteration = 0; iteration < 200; ++iteration) {
+    EXPECT_EQ(calls.next(long_scope + std::to_string(iteration), "add"), 0u);
+    calls.clear();
+  }
+  EXPECT_EQ(calls.next(long_scope, "mul"), 0u);
+  EXPECT_EQ(calls.next(long_scope, "mul"), 1u);
 }
 
 TEST(OpNames, AnInsertedOpRenamesNothingElse) {

@@ -1,16 +1,48 @@
 #include "identity/op_names.h"
 
+#include <cstring>
 #include <vector>
 
 namespace opdump::identity {
 
 uint64_t CallIndex::next(std::string_view scope, std::string_view type) {
+  // The key is scope, '\0', type: "a" + "bc" and "ab" + "c" stay apart.
+  const size_t size = scope.size() + 1 + type.size();
+  if (size <= kInlineKey) {
+    for (size_t i = 0; i < inline_size_; ++i) {
+      InlineCount& c = inline_[i];
+      if (c.size == size && std::memcmp(c.key, scope.data(), scope.size()) == 0 && c.key[scope.size()] == '\0' &&
+          std::memcmp(c.key + scope.size() + 1, type.data(), type.size()) == 0)
+        return c.value++;
+    }
+  }
   key_.assign(scope);
   key_ += '\0';
   key_.append(type);
+  // (a key not inline is never moved inline within an epoch: it is looked up in the map below)
   auto it = counts_.find(key_);
-  if (it == counts_.end()) it = counts_.emplace(key_, 0).first;
-  return it->second++;
+  if (it == counts_.end() && size <= kInlineKey && inline_size_ < kInline) {
+    InlineCount& c = inline_[inline_size_++];
+    c.value = 0;
+    c.size = static_cast<uint8_t>(size);
+    std::memcpy(c.key, key_.data(), size);
+    return c.value++;
+  }
+  if (it == counts_.end()) it = counts_.emplace(key_, Count{0, epoch_ - 1}).first;
+  Count& c = it->second;
+  if (c.epoch != epoch_) {
+    c = Count{0, epoch_};
+    ++used_;
+  }
+  return c.value++;
+}
+
+void CallIndex::clear() {
+  inline_size_ = 0;
+  // Keys no longer used (scopes of a model that is gone) are dropped once they are most of them.
+  if (counts_.size() > 2 * used_ + 64) counts_.clear();
+  used_ = 0;
+  ++epoch_;
 }
 
 std::string_view counted_type(std::string_view type) {
@@ -31,7 +63,10 @@ std::string op_name(std::string_view scope, std::string_view type, uint64_t inde
 }
 
 std::string backward_scope(std::string_view forward_op, std::string_view node) {
-  std::string out = "Gradients/";
+  constexpr std::string_view gradients = "Gradients/";
+  std::string out;
+  out.reserve(gradients.size() + forward_op.size() + 1 + node.size());  // one allocation
+  out.append(gradients);
   out.append(forward_op);
   out += '/';
   out.append(node);

@@ -14,14 +14,35 @@
 
 namespace opdump::identity {
 
-// The n of "{scope}/{type}-op{n}": calls counted per (scope, op type).
+// The n of "{scope}/{type}-op{n}": calls counted per (scope, op type). It is kept per thread
+// (api ops), per api op (the ops below it) and per autograd node, on the training thread's path:
+// counting allocates nothing once a key was seen.
 class OPDUMP_ADAPTER_API CallIndex {
  public:
   uint64_t next(std::string_view scope, std::string_view type);
-  void clear() { counts_.clear(); }
+  // Every count starts again from 0 (a new iteration). The keys stay: the next iteration names
+  // the same ops again, and re-inserting each would be two allocations per op.
+  void clear();
 
  private:
-  std::unordered_map<std::string, uint64_t> counts_;
+  // The ops below one api op or node are of a few types: their keys fit inline, and an index per
+  // op costs no allocation at all.
+  static constexpr size_t kInline = 4;
+  static constexpr size_t kInlineKey = 46;
+  struct InlineCount {
+    uint64_t value;
+    uint8_t size;
+    char key[kInlineKey];
+  };
+  struct Count {
+    uint64_t value = 0;
+    uint64_t epoch = 0;  // counts of an earlier epoch are 0
+  };
+  InlineCount inline_[kInline];
+  size_t inline_size_ = 0;
+  std::unordered_map<std::string, Count> counts_;
+  uint64_t epoch_ = 0;
+  size_t used_ = 0;  // keys of counts_ counted in this epoch
   std::string key_;  // reused: no allocation per call once the map holds the key
 };
 
