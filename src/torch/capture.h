@@ -25,12 +25,11 @@ bool dtype_of(at::ScalarType s, DType* out);
 // Buffer::wait_ready() waits for. With a `dump`, a copy to be written: its bytes count as in flight
 // until the copy is dropped (DumpSink::charge), and host copies reuse its writer's copy memory.
 std::shared_ptr<Buffer> host_copy(const at::Tensor& t, DumpSink* dump = nullptr);
-// Every tensor of an op's arguments or results in dump slot order (undefined ones included).
-// `Values`: RecordFunction::inputs() or outputs(), whose types differ between versions.
+// Every tensor of an op's arguments or results in dump slot order (undefined ones included),
+// appended to `out`. `Values`: RecordFunction::inputs() or outputs(), whose types differ between
+// versions.
 template <typename Values>
-std::vector<at::Tensor> tensors_of(const Values& values) {
-  std::vector<at::Tensor> out;
-  out.reserve(values.size());  // one allocation: most arguments are single tensors
+void tensors_of(const Values& values, std::vector<at::Tensor>& out) {
   for (const c10::IValue& v : values) {
     if (v.isTensor()) {
       out.push_back(v.toTensor());
@@ -41,6 +40,13 @@ std::vector<at::Tensor> tensors_of(const Values& values) {
         if (e.isTensor()) out.push_back(e.toTensor());
     }
   }
+}
+// ...in a vector of their own.
+template <typename Values>
+std::vector<at::Tensor> tensors_of(const Values& values) {
+  std::vector<at::Tensor> out;
+  out.reserve(values.size());  // one allocation: most arguments are single tensors
+  tensors_of(values, out);
   return out;
 }
 // Why a tensor cannot be dumped as data ("" when it can): undefined, a layout other than strided

@@ -27,6 +27,7 @@
 #include "identity/op_names.h"
 #include "kernel_args.h"
 #include "module_scope.h"
+#include "node_recycler.h"
 #include "opdump/error.h"
 #include "opdump/scopes.h"
 #include "util/log.h"
@@ -139,7 +140,8 @@ class Observer final : public RuntimeListener {
     scenes_.iteration_end();
     ids_.prune();
     std::lock_guard<std::mutex> lock(forward_mutex_);
-    forward_ops_.clear();
+    for (auto it = forward_ops_.begin(); it != forward_ops_.end();)
+      it = spare_forward_ops_.erase(forward_ops_, it, [](ForwardOp&) {});
     orphan_nodes_.clear();
   }
 
@@ -196,19 +198,21 @@ class Observer final : public RuntimeListener {
       ctx->node = true;
       NodeFrame f;
       f.base_depth = ts.depth;
-      std::string node = name;
-      if (const size_t colons = node.rfind("::"); colons != std::string::npos) node = node.substr(colons + 2);
-      ForwardOp fwd{"", "", 0};
+      std::string_view node = name;
+      if (const size_t colons = node.rfind("::"); colons != std::string_view::npos) node.remove_prefix(colons + 2);
       {
         std::lock_guard<std::mutex> lock(forward_mutex_);
         auto it = forward_ops_.find({fn.forwardThreadId(), fn.seqNr()});
-        if (it != forward_ops_.end()) fwd = it->second;
-        // Nodes without a forward op (AccumulateGrad) are numbered per node type.
-        else f.prefix = identity::orphan_backward_scope(node, orphan_nodes_.next("", node));
+        if (it != forward_ops_.end()) {
+          const ForwardOp& fwd = it->second;
+          if (!fwd.short_name.empty()) f.prefix = identity::backward_scope(fwd.short_name, node);
+          f.model = fwd.model;
+          f.model_id = fwd.model_id;
+        } else {
+          // Nodes without a forward op (AccumulateGrad) are numbered per node type.
+          f.prefix = identity::orphan_backward_scope(node, orphan_nodes_.next("", node));
+        }
       }
-      if (!fwd.short_name.empty()) f.prefix = identity::backward_scope(fwd.short_name, node);
-      f.model = fwd.model;
-      f.model_id = fwd.model_id;
       ts.nodes.push_back(std::move(f));
       return ctx;
     }
@@ -284,7 +288,7 @@ class Observer final : public RuntimeListener {
       }
     } else if (parent && parent->top) {
       ctx->top = parent->top;
-      ctx->name = identity::op_name(ctx->top->name, op_type, ctx->top->calls.next("", op_type));
+      ctx->name = identity::op_name(ctx->top->op_name(), op_type, ctx->top->calls.next("", op_type));
     } else {
       ctx->name = op_type;
     }
@@ -303,16 +307,17 @@ class Observer final : public RuntimeListener {
     }
 
     // Every op of the level is in the execution order, dumped or not.
-    ctx->report.identify(op_type, ctx->name, model, model_id);
+    ctx->report.identify(op_type, std::move(ctx->name), model, model_id);
     ctx->executed = true;
-    std::vector<at::Tensor> inputs = tensors_of(fn.inputs());
+    Tensors tensors(ts);
+    std::vector<at::Tensor>& inputs = tensors.of(fn.inputs());
     ids_.ids(inputs, ctx->input_ids, &ctx->named);
     const OpPlan plan = ctx->report.decide();
     if (plan.scene) {
       ctx->in_scene = true;
       // an .h5 overflow check names the datasets of the ops it writes by their arguments
       if (settings.scene == Scene::Overflow && settings.h5_file)
-        ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
+        ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->op_name()));
       Busy busy(ts);
       // (the scene keeps the op's tensors: moved there unless the dump captures them below)
       scenes_.start(fn, *dumper, plan.dump ? inputs : std::move(inputs), ctx->written, ctx->scene);
@@ -328,7 +333,7 @@ class Observer final : public RuntimeListener {
       capture_tensors(inputs, *dumper, ts.cache, ts.device_stats, barrier_, ctx->inputs,
                       ctx->report.stream_id(), &ctx->written_storages, &out_buffers);
     }
-    if (plan.kernel_args) ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->name));
+    if (plan.kernel_args) ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->op_name()));
     return ctx;
   }
 
@@ -371,9 +376,14 @@ class Observer final : public RuntimeListener {
     if (ctx->seq_start >= 0) {
       const int64_t seq_end = static_cast<int64_t>(at::sequence_number::peek());
       if (seq_end > ctx->seq_start) {
+        const ForwardOp fwd{std::move(ctx->short_name), std::move(ctx->model), ctx->model_id};
         std::lock_guard<std::mutex> lock(forward_mutex_);
-        for (int64_t seq = ctx->seq_start; seq < seq_end; ++seq)
-          forward_ops_[{ctx->thread_id, seq}] = ForwardOp{ctx->short_name, ctx->model, ctx->model_id};
+        for (int64_t seq = ctx->seq_start; seq < seq_end; ++seq) {
+          auto it = forward_ops_.find({ctx->thread_id, seq});
+          // (copied into a kept node's strings: no allocation once they are long enough)
+          if (it != forward_ops_.end()) it->second = fwd;
+          else spare_forward_ops_.insert(forward_ops_, std::make_pair(ctx->thread_id, seq), fwd);
+        }
       }
     }
     if (ctx->alias_from.defined()) {
@@ -384,15 +394,17 @@ class Observer final : public RuntimeListener {
     OpReport& report = ctx->report;
     DumpSink& dumper = report.dumper();
     if (dumper.settings().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
-    std::vector<at::Tensor> results = tensors_of(fn.outputs());
-    std::vector<uint64_t> output_ids;
+    Tensors tensors(ts);
+    std::vector<at::Tensor>& results = tensors.of(fn.outputs());
+    TensorIds::List output_ids;
     ids_.ids(results, output_ids, &ctx->named);
     std::string source;
     if (dumper.wants_source(report.record().model_id)) {
       Busy busy(ts);
       source = runtime_.python_location();
     }
-    report.record_execution(std::move(ctx->input_ids), std::move(output_ids), source, ctx->named);
+    report.record_execution(TensorIdList(ctx->input_ids.data(), ctx->input_ids.size()),
+                            TensorIdList(output_ids.data(), output_ids.size()), source, ctx->named);
     if (!report.record().arguments.empty()) report.add_output_layouts(tensor_layouts_json(results));
     if (ctx->in_scene) {
       for (const at::Tensor& t : results)
@@ -483,7 +495,9 @@ class Observer final : public RuntimeListener {
   std::atomic<bool> draining_{false};
   at::CallbackHandle handle_ = 0;
   std::mutex forward_mutex_;
-  std::map<std::pair<uint64_t, int64_t>, ForwardOp> forward_ops_;  // (forward thread, sequence nr)
+  using ForwardOps = std::map<std::pair<uint64_t, int64_t>, ForwardOp>;  // (forward thread, sequence nr)
+  ForwardOps forward_ops_;
+  NodeRecycler<ForwardOps> spare_forward_ops_;  // under forward_mutex_: every iteration makes them anew
   identity::CallIndex orphan_nodes_;  // under forward_mutex_
   TensorIds ids_;
   std::atomic<int> level_{static_cast<int>(ObserveLevel::Api)};

@@ -26,9 +26,8 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   return &it->second;
 }
 
-void TensorIds::ids(const std::vector<at::Tensor>& tensors, std::vector<uint64_t>& out,
+void TensorIds::ids(const std::vector<at::Tensor>& tensors, List& out,
                     std::vector<std::pair<uint64_t, std::string>>* named) {
-  out.reserve(out.size() + tensors.size());
   std::lock_guard<std::mutex> lock(mutex_);
   for (const at::Tensor& t : tensors) {
     bool fresh = false;

@@ -4,6 +4,7 @@
 // not reused while it is listed). Process-wide: backward may run on other threads than forward.
 #pragma once
 #include <ATen/ATen.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <mutex>
@@ -20,11 +21,14 @@ class TensorIds {
  public:
   explicit TensorIds(const RuntimeInterface& runtime) : runtime_(runtime) {}
   static constexpr uint64_t kNone = 0;  // an undefined tensor, or one without storage
+  // An op's ids: held inline for the usual few tensors (no allocation per op on the training thread).
+  using List = c10::SmallVector<uint64_t, 8>;
 
-  // The id of each of an op's tensors (tensors_of its arguments or results, in dump slot order).
+  // The id of each of an op's tensors (tensors_of its arguments or results, in dump slot order),
+  // appended to `out`.
   // `named` gets (id, name) of tensors seen for the first time that have a name (parameters and
   // buffers of registered models, Runtime::tensor_name).
-  void ids(const std::vector<at::Tensor>& tensors, std::vector<uint64_t>& out,
+  void ids(const std::vector<at::Tensor>& tensors, List& out,
            std::vector<std::pair<uint64_t, std::string>>* named = nullptr);
   // `to` holds a copy of `from` made by an op the dump skips (a cast, contiguous, clone): it
   // takes `from`'s id, so that data flow runs through the copy. Partial copies are ignored.

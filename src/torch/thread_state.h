@@ -9,12 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "capture.h"
 #include "device_batch.h"
 #include "dumper/dump_sink.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
 #include "runtime/op_report.h"
 #include "scene_capture.h"
+#include "tensor_ids.h"
 #include "written_args.h"
 
 namespace opdump::pt::detail {
@@ -40,6 +42,8 @@ struct ThreadState {
   StatsCache cache;
   ReductionBatcher device_stats{Reduction::Statistics};  // statistics of device tensors, staged per op
   WrittenArgs written_args;
+  // An op's tensors while its callback looks at them (empty between callbacks: it holds no tensor).
+  std::vector<at::Tensor> tensors;
 };
 
 // This thread's state.
@@ -58,6 +62,26 @@ class Busy {
   ThreadState& ts_;
 };
 
+// An op's tensors in this thread's ThreadState::tensors (no vector per op), dropped when the
+// callback is done with them.
+class Tensors {
+ public:
+  explicit Tensors(ThreadState& ts) : tensors_(ts.tensors) {}
+  ~Tensors() { tensors_.clear(); }
+  Tensors(const Tensors&) = delete;
+  Tensors& operator=(const Tensors&) = delete;
+  // tensors_of(values), valid until this object goes (what is moved out of it is the mover's).
+  template <typename Values>
+  std::vector<at::Tensor>& of(const Values& values) {
+    tensors_.clear();
+    tensors_of(values, tensors_);
+    return tensors_;
+  }
+
+ private:
+  std::vector<at::Tensor>& tensors_;
+};
+
 struct OpCtx final : at::ObserverContext {
   // torch asks for one per observed op, nested ones included, and deletes it at the op's end on
   // the same thread: a free list per thread spares the malloc and free of each.
@@ -72,7 +96,7 @@ struct OpCtx final : at::ObserverContext {
   int depth = 0;
   OpCtx* top = nullptr;       // the api op (or node op) this op runs inside; itself at the top
   identity::CallIndex calls;  // ops below this top op, by type
-  std::string name;
+  std::string name;  // (op_name() once executed)
   at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
   std::vector<DumpTensor> inputs;
   WrittenTensors written;  // tensors this op may modify in place
@@ -84,7 +108,7 @@ struct OpCtx final : at::ObserverContext {
   double scale_factor = 1;                 // ...the scalar (StatsCache::remember_scaled)
   uint32_t scaled_version = 0;             // ...and the tensor's version, before
   bool executed = false;    // an op of the configured level: listed in the execution order
-  std::vector<uint64_t> input_ids;
+  TensorIds::List input_ids;
   std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use
   uint64_t thread_id = 0;
@@ -94,6 +118,9 @@ struct OpCtx final : at::ObserverContext {
   bool in_scene = false;  // handled by a debug scene (overflow, exception, watcher)
   SceneOp scene;
   OpReport report;  // the dump this op reports to, from its start to its end
+
+  // Its name: once it is listed (`executed`) the report holds it, moved there from `name`.
+  const std::string& op_name() const { return executed ? report.record().id.op_name : name; }
 };
 
 struct ForwardOp {

@@ -353,7 +353,7 @@ void Dumper::flush_pending_rows() {
 
 bool Dumper::wants_source(uint64_t graph) { return execution_->wants_source(graph); }
 
-void Dumper::record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+void Dumper::record_execution(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids,
                               const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
   if (closed_.load(std::memory_order_acquire)) return;
   execution_->record(op, input_ids, output_ids, source, named);

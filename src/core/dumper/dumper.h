@@ -73,7 +73,7 @@ class Dumper final : public DumpSink {
   // `source`: where the op was called from ("file.py:line"), when known.
   // `named`: ids of tensors the adapter knows a name for (parameters), listed once in
   // execution_order/tensor_names.csv.
-  void record_execution(const OpRecord& op, std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+  void record_execution(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids,
                         const std::string& source = "",
                         const std::vector<std::pair<uint64_t, std::string>>& named = {});
   bool wants_source(uint64_t graph) override;

@@ -16,10 +16,10 @@ ExecutionLog::ExecutionLog(std::string run_root, AsyncWriter& writer, std::funct
 namespace {
 
 // Tensor ids in slot order; "-" for a slot without a tensor.
-void append_ids(std::string& out, const std::vector<uint64_t>& ids) {
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i) out += ' ';
-    if (ids[i]) append_number(out, ids[i]);
+void append_ids(std::string& out, TensorIdList ids) {
+  for (const uint64_t* id = ids.begin(); id != ids.end(); ++id) {
+    if (id != ids.begin()) out += ' ';
+    if (*id) append_number(out, *id);
     else out += '-';
   }
 }
@@ -31,8 +31,7 @@ bool ExecutionLog::wants_source(uint64_t graph) {
   return !graphs_done_.count(graph);
 }
 
-void ExecutionLog::record(const OpRecord& op, const std::vector<uint64_t>& input_ids,
-                          const std::vector<uint64_t>& output_ids, const std::string& source,
+void ExecutionLog::record(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids, const std::string& source,
                           const std::vector<std::pair<uint64_t, std::string>>& named) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [id, name] : named) {

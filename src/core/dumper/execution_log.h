@@ -27,7 +27,7 @@ class ExecutionLog {
 
   // Lists an executed op. `source`: where it was called from ("file.py:line"), when known; `named`:
   // ids of tensors the adapter knows a name for (parameters), listed once.
-  void record(const OpRecord& op, const std::vector<uint64_t>& input_ids, const std::vector<uint64_t>& output_ids,
+  void record(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids,
               const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named);
   // Whether ops of this graph still go to graphs/ (only its first recorded iteration does).
   bool wants_source(uint64_t graph);

@@ -72,9 +72,9 @@ OpPlan OpReport::decide() const {
   return plan;
 }
 
-void OpReport::record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+void OpReport::record_execution(TensorIdList input_ids, TensorIdList output_ids,
                                 const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named) {
-  engine(sink_).record_execution(record_, std::move(input_ids), std::move(output_ids), source, named);
+  engine(sink_).record_execution(record_, input_ids, output_ids, source, named);
 }
 
 void OpReport::write_kernel_args(std::string json) {

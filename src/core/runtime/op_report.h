@@ -63,7 +63,7 @@ class OPDUMP_ADAPTER_API OpReport {
   OpPlan decide() const;
 
   // The execution order (and graphs/ with `source`), dumped or not.
-  void record_execution(std::vector<uint64_t> input_ids, std::vector<uint64_t> output_ids,
+  void record_execution(TensorIdList input_ids, TensorIdList output_ids,
                         const std::string& source = "", const std::vector<std::pair<uint64_t, std::string>>& named = {});
   // Written beside the op's tensors, or kept for dump() when the dump is one .h5 file (they name its datasets).
   void write_kernel_args(std::string json);
