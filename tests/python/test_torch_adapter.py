@@ -886,6 +886,31 @@ def test_execution_order_and_graph_files(workload, tmp_path):
     assert "conv(x)" in workload_text[source_line - 1]
 
 
+def test_execution_order_lists_every_tensor_of_an_op_with_many(tmp_path):
+    """An op with more tensors than its context holds inline (a cat of twelve) lists every id, in
+    slot order, as the ops that made them list theirs; and ops nested in one another each keep
+    their own ids."""
+    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0", saved_data="statistic"))
+    code = ("import sys, torch, opdump\n"
+            "opdump.set_dump(sys.argv[1])\n"
+            "parts = [torch.full((2,), float(i)).mul(2) for i in range(12)]\n"
+            "both = torch.cat(parts)\n"
+            "torch.nn.functional.linear(both.view(3, 8), torch.ones(4, 8), torch.ones(4)).sum()\n"
+            "opdump.finalize_dump()\n")
+    run_script(code, cfg)
+    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
+    rows = list(csv.DictReader(open(order)))
+    by_type = lambda t: [row for row in rows if row["Op Type"] == t]
+    muls, [cat], [linear], [total] = by_type("mul"), by_type("cat"), by_type("linear"), by_type("sum")
+    made = [m["Output Tensors"].split()[0] for m in muls]
+    assert len(made) == 12 and len(set(made)) == 12 and "-" not in made
+    assert cat["Input Tensors"].split() == made
+    # the view of the cat's result (its storage: its id), the weight, the bias
+    ins = linear["Input Tensors"].split()
+    assert len(ins) == 3 and ins[0] == cat["Output Tensors"] and len(set(ins)) == 3
+    assert total["Input Tensors"].split() == linear["Output Tensors"].split()
+
+
 def test_compiled_models_run_eagerly_while_dumped(tmp_path):
     """PyTorch 2.x: torch.compile'd code is dumped op by op (it runs eagerly while a dump is
     configured, with a warning), also when it was compiled before; finalize_dump restores it."""
