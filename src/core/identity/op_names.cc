@@ -11,8 +11,8 @@ uint64_t CallIndex::next(std::string_view scope, std::string_view type) {
   if (size <= kInlineKey) {
     for (size_t i = 0; i < inline_size_; ++i) {
       InlineCount& c = inline_[i];
-      if (c.size == size && std::memcmp(c.key, scope.data(), scope.size()) == 0 && c.key[scope.size()] == '\0' &&
-          std::memcmp(c.key + scope.size() + 1, type.data(), type.size()) == 0)
+      if (c.size == size && std::string_view(c.key, scope.size()) == scope && c.key[scope.size()] == '\0' &&
+          std::string_view(c.key + scope.size() + 1, type.size()) == type)
         return c.value++;
     }
   }
