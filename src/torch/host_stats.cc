@@ -77,10 +77,19 @@ void LazyStats::compute(ReleasedTensors& release) {
     same_values_.reset();
     return;
   }
-  stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
-                                    Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
-                         intra_op_split().applied_to(options_));
-  fingerprint_ = memory_fingerprint(tensor_);
+  // A write no op shows (through NumPy) may race the pass: the memory is read again until the
+  // fingerprints around a pass agree. Statistics of memory that kept changing describe no state
+  // the tensor was in (torn): whatever it holds then is summarized again when an op reads it.
+  constexpr int kPasses = 8;
+  for (int pass = 1;; ++pass) {
+    const uint64_t before = memory_fingerprint(tensor_);
+    stats_ = compute_stats(TensorView{tensor_.numel() ? tensor_.data_ptr() : nullptr, dtype_,
+                                      Shape(tensor_.sizes().begin(), tensor_.sizes().end())},
+                           intra_op_split().applied_to(options_));
+    fingerprint_ = memory_fingerprint(tensor_);
+    torn_ = fingerprint_ != before;
+    if (!torn_ || pass == kPasses) break;
+  }
   release.push_back(std::move(tensor_));
 }
 
@@ -291,7 +300,7 @@ bool StatsCache::describes(const Entry& e, const at::Tensor& t, const at::Tensor
     return false;
   if (!e.fingerprint_of_stats) return e.fingerprint == memory_fingerprint(memory);
   if (!e.stats->done()) return true;
-  return e.stats->computed_fingerprint() == memory_fingerprint(memory);
+  return e.stats->computed_from(memory_fingerprint(memory));
 }
 
 std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options,

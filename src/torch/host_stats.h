@@ -80,14 +80,16 @@ class LazyStats final : public LazyWork, public DeferredStats {
   // Whether these statistics hold all a pass with `wanted` would (its hashes and sign counts):
   // a tensor's remembered statistics outlive the dump that asked for them.
   bool answers(const StatsOptions& wanted) const { return content_.answers(wanted); }
-  // The fingerprint of what the statistics were computed from (valid once done(); 0 for
-  // statistics not computed from a tensor of their own).
-  uint64_t computed_fingerprint() const { return fingerprint_; }
+  // Whether memory of this fingerprint holds what the statistics were computed from (valid once
+  // done(); false for statistics not computed from a tensor of their own, and for a tensor written
+  // while it was read).
+  bool computed_from(uint64_t fingerprint) const { return !torn_ && fingerprint_ == fingerprint; }
 
  private:
   void compute(ReleasedTensors& release) override;
   at::Tensor tensor_;
   uint64_t fingerprint_ = 0;  // written before done(), read after
+  bool torn_ = false;         // ...as this: the memory changed while the pass read it
   std::shared_ptr<LazyStats> same_values_;
   DType dtype_;
   StatsOptions options_;
