@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-#include <vector>
 
 #include "layout/layout.h"
 
@@ -26,7 +25,6 @@ struct OpRecord {
 class TensorIdList {
  public:
   TensorIdList(const uint64_t* data, size_t size) : data_(data), size_(size) {}
-  TensorIdList(const std::vector<uint64_t>& ids) : TensorIdList(ids.data(), ids.size()) {}
   // (a braced list lives to the end of the call it is written in)
   TensorIdList(std::initializer_list<uint64_t> ids) : TensorIdList(ids.begin(), ids.size()) {}
   const uint64_t* begin() const { return data_; }
