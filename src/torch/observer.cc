@@ -33,7 +33,6 @@
 #include "util/log.h"
 #include "runtime/op_report.h"
 #include "runtime/runtime_interface.h"
-#include "select/op_kinds.h"
 #include "tensor_ids.h"
 #include "thread_state.h"
 #include "written_args.h"
@@ -45,7 +44,6 @@ namespace {
 // optimizer zeroed; alpha 1): its result holds the added tensor's values, whose statistics are
 // known (StatsCache::share). Sets the op's `added_to_zeros` and `zeros_version` when it is one.
 void note_added_to_zeros(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
-  if (std::strcmp(fn.name(), "aten::add_") != 0) return;
   const auto inputs = fn.inputs();
   if (inputs.size() != 3 || !inputs[0].isTensor() || !inputs[1].isTensor()) return;
   const c10::IValue& alpha = inputs[2];
@@ -60,7 +58,6 @@ void note_added_to_zeros(const at::RecordFunction& fn, StatsCache& cache, OpCtx&
 // remembered: the result's may follow from them (StatsCache::remember_scaled). Sets the op's
 // `scaled_from`, `scale_factor` and `scaled_version` when it is one.
 void note_scaled(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
-  if (std::strcmp(fn.name(), "aten::mul_") != 0) return;
   const auto inputs = fn.inputs();
   if (inputs.size() != 2 || !inputs[0].isTensor()) return;
   const c10::IValue& other = inputs[1];
@@ -167,6 +164,10 @@ class Observer final : public RuntimeListener {
   static void end_cb(const at::RecordFunction& fn, at::ObserverContext* raw) {
     if (!raw) return;
     ThreadState& ts = state();
+    if (!static_cast<RecordCtx*>(raw)->full) {  // a NestedRecord
+      --ts.depth;
+      return;
+    }
     try {
       instance().end(fn, ts, static_cast<OpCtx*>(raw));
     } catch (const std::exception& e) {
@@ -216,7 +217,8 @@ class Observer final : public RuntimeListener {
       ts.nodes.push_back(std::move(f));
       return ctx;
     }
-    if (!op_kinds::is_operator(name)) {
+    const OpTraits& op = ts.op_traits.of(fn);
+    if (!op.is_operator) {
       if (std::strncmp(name, "autograd::engine::evaluate_function: ", 37) != 0) return nullptr;
       auto ctx = std::make_unique<OpCtx>();
       ctx->engine = true;
@@ -224,31 +226,37 @@ class Observer final : public RuntimeListener {
       return ctx;
     }
 
+    const int level = level_.load(std::memory_order_relaxed);
+    // Only the front end's module records, or inside an api op: only the nesting depth matters,
+    // and what the op writes.
+    const bool below_level = level == static_cast<int>(ObserveLevel::Modules) ||
+                             (level == static_cast<int>(ObserveLevel::Api) &&
+                              ts.depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth));
+    if (below_level && op.written.empty()) {
+      ++ts.depth;
+      return std::make_unique<NestedRecord>();
+    }
     auto ctx = std::make_unique<OpCtx>();
     // Always, even with nothing cached or pending yet: this op's own input capture below summarizes
     // what it is about to write at once only when it knows (the first in-place op of a dump was
     // summarized after it wrote).
-    ts.written_args.collect(fn, ctx->written, ctx->written_storages);
+    collect_written(fn, op, ctx->written, ctx->written_storages);
     barrier_.force(ctx->written_storages);  // summarize before this op writes it
-    ctx->fills = !ctx->written.empty() && (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_"));
+    ctx->fills = !ctx->written.empty() && op.derives == OpTraits::Derives::Fill;
     if (!ctx->written.empty() && !ts.cache.empty()) {
-      note_added_to_zeros(fn, ts.cache, *ctx);
-      note_scaled(fn, ts.cache, *ctx);
+      if (op.derives == OpTraits::Derives::AddInPlace) note_added_to_zeros(fn, ts.cache, *ctx);
+      if (op.derives == OpTraits::Derives::MulInPlace) note_scaled(fn, ts.cache, *ctx);
     }
     ctx->depth = ts.depth++;
-    const int level = level_.load(std::memory_order_relaxed);
-    if (level == static_cast<int>(ObserveLevel::Modules)) return ctx;  // only the front end's module records
-    if (level == static_cast<int>(ObserveLevel::Api) &&
-        ctx->depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth))
-      return ctx;  // inside an api op: only the nesting depth matters
+    if (below_level) return ctx;
     ctx->report = runtime_.begin_op();
     if (!ctx->report) return ctx;  // no dump, or it is closing
     DumpSink* dumper = &ctx->report.dumper();
     OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back();
-    const std::string_view op_type = std::strstr(name, "::") + 2;
+    const std::string_view op_type = op.type;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling
     // as_strided_) is still the innermost op that computes.
-    if (parent && !(dumper->settings().skip_no_compute_ops && op_kinds::computes_nothing(op_type))) parent->had_child = true;
+    if (parent && !(dumper->settings().skip_no_compute_ops && op.computes_nothing)) parent->had_child = true;
     ts.open.push_back(ctx.get());
     const int base = ts.nodes.empty() ? 0 : ts.nodes.back().base_depth;
     const bool top = ctx->depth == base;
@@ -297,9 +305,9 @@ class Observer final : public RuntimeListener {
     const bool level_ok = settings.level != ObserveLevel::Api || top;
     if (!level_ok) return ctx;
     // The watcher checks after in-place writers too (zero_, copy_, fill_ overwrite memory).
-    if (settings.skip_no_compute_ops && op_kinds::computes_nothing(op_type) &&
+    if (settings.skip_no_compute_ops && op.computes_nothing &&
         !(settings.scene == Scene::Watcher && !ctx->written.empty())) {
-      const int copied = op_kinds::copied_input(op_type);
+      const int copied = op.copied_input;
       const auto inputs = fn.inputs();
       if (copied >= 0 && static_cast<size_t>(copied) < inputs.size() && inputs[copied].isTensor())
         ctx->alias_from = inputs[copied].toTensor();
@@ -328,7 +336,7 @@ class Observer final : public RuntimeListener {
     ctx->dump_outputs = plan.outputs;
     if (plan.inputs) {
       std::vector<bool> out_buffers;
-      if (!ts.written_args.of(fn).out.empty()) out_buffers = ts.written_args.out_buffer_slots(fn);
+      if (!op.out.empty()) out_buffers = out_buffer_slots(fn, op);
       Busy busy(ts);
       capture_tensors(inputs, *dumper, ts.cache, ts.device_stats, barrier_, ctx->inputs,
                       ctx->report.stream_id(), &ctx->written_storages, &out_buffers);
@@ -456,7 +464,7 @@ class Observer final : public RuntimeListener {
     try {
       WrittenTensors written;
       WrittenStorages storages;
-      ts.written_args.collect(fn, written, storages);
+      collect_written(fn, ts.op_traits.of(fn), written, storages);
       barrier_.force(storages);
       if (!barrier_.empty()) return;
       {

@@ -17,6 +17,7 @@
 #include "runtime/op_report.h"
 #include "scene_capture.h"
 #include "tensor_ids.h"
+#include "op_traits.h"
 #include "written_args.h"
 
 namespace opdump::pt::detail {
@@ -41,7 +42,7 @@ struct ThreadState {
   std::vector<OpCtx*> open;
   StatsCache cache;
   ReductionBatcher device_stats{Reduction::Statistics};  // statistics of device tensors, staged per op
-  WrittenArgs written_args;
+  OpTraitsCache op_traits;
   // An op's tensors while its callback looks at them (empty between callbacks: it holds no tensor).
   std::vector<at::Tensor> tensors;
 };
@@ -82,7 +83,21 @@ class Tensors {
   std::vector<at::Tensor>& tensors_;
 };
 
-struct OpCtx final : at::ObserverContext {
+// What a start callback hands torch for the end callback: an op's whole context (OpCtx), or a
+// NestedRecord.
+struct RecordCtx : at::ObserverContext {
+  explicit RecordCtx(bool is_full) : full(is_full) {}
+  const bool full;
+};
+
+// A record nested below the configured level that writes nothing: its end only closes its
+// nesting depth (most records are these; an OpCtx for each cost as much as the rest of the record).
+struct NestedRecord final : RecordCtx {
+  NestedRecord() : RecordCtx(false) {}
+};
+
+struct OpCtx final : RecordCtx {
+  OpCtx() : RecordCtx(true) {}
   // torch asks for one per observed op, nested ones included, and deletes it at the op's end on
   // the same thread: a free list per thread spares the malloc and free of each.
   static void* operator new(size_t size);

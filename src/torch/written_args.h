@@ -7,8 +7,9 @@
 #include <c10/util/SmallVector.h>
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
+
+#include "op_traits.h"
 
 namespace opdump::pt::detail {
 
@@ -17,22 +18,10 @@ namespace opdump::pt::detail {
 using WrittenTensors = c10::SmallVector<const c10::TensorImpl*, 4>;
 using WrittenStorages = c10::SmallVector<const c10::StorageImpl*, 4>;
 
-// Per thread (no lock): the written arguments of each operator overload seen, by its name
-// pointer (RecordFunction names of dispatcher ops are one static string per overload).
-class WrittenArgs {
- public:
-  struct Positions {
-    std::vector<uint32_t> written;  // argument positions the op writes
-    std::vector<uint32_t> out;      // among them, keyword-only out= buffers
-  };
-  const Positions& of(const at::RecordFunction& fn);
-  // The tensors (and their storages) `fn` may modify in place.
-  void collect(const at::RecordFunction& fn, WrittenTensors& tensors, WrittenStorages& storages);
-  // Per dump slot of `fn`'s input tensors: whether it is an out= buffer.
-  std::vector<bool> out_buffer_slots(const at::RecordFunction& fn);
-
- private:
-  std::unordered_map<const char*, Positions> by_overload_;
-};
+// The tensors (and their storages) `fn` may modify in place: its arguments at `op.written`.
+void collect_written(const at::RecordFunction& fn, const OpTraits& op, WrittenTensors& tensors,
+                     WrittenStorages& storages);
+// Per dump slot of `fn`'s input tensors: whether it is an out= buffer (`op.out`).
+std::vector<bool> out_buffer_slots(const at::RecordFunction& fn, const OpTraits& op);
 
 }  // namespace opdump::pt::detail

@@ -1,0 +1,49 @@
+#include "op_traits.h"
+
+#include <ATen/core/function_schema.h>
+
+#include <cstring>
+
+#include "select/op_kinds.h"
+
+namespace opdump::pt::detail {
+namespace {
+
+OpTraits traits_of(const char* name, const c10::FunctionSchema* schema) {
+  OpTraits t;
+  t.is_operator = op_kinds::is_operator(name);
+  if (!t.is_operator) return t;
+  t.type = std::strstr(name, "::") + 2;
+  t.computes_nothing = op_kinds::computes_nothing(t.type);
+  t.copied_input = op_kinds::copied_input(t.type);
+  if (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_")) t.derives = OpTraits::Derives::Fill;
+  else if (!std::strcmp(name, "aten::add_")) t.derives = OpTraits::Derives::AddInPlace;
+  else if (!std::strcmp(name, "aten::mul_")) t.derives = OpTraits::Derives::MulInPlace;
+  if (!schema) return t;
+  const auto& args = schema->arguments();
+  // PyTorch 1.x does not annotate the running statistics batch_norm kernels update in place, and
+  // not every kernel bumps the version counter of what it writes.
+  const bool batch_norm = std::strstr(name, "batch_norm") != nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
+    if (writes || (batch_norm && (args[i].name() == "running_mean" || args[i].name() == "running_var")))
+      t.written.push_back(static_cast<uint32_t>(i));
+    if (writes && args[i].kwarg_only()) t.out.push_back(static_cast<uint32_t>(i));
+  }
+  return t;
+}
+
+}  // namespace
+
+const OpTraits& OpTraitsCache::of(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  auto it = by_overload_.find(name);
+  if (it != by_overload_.end()) return it->second;
+  // Only a dispatcher op's name is one static string; another record's may be a temporary whose
+  // address a later record reuses.
+  auto schema = fn.operator_schema();
+  if (!schema) return uncached_ = traits_of(name, nullptr);
+  return by_overload_.emplace(name, traits_of(name, &*schema)).first->second;
+}
+
+}  // namespace opdump::pt::detail

@@ -1,0 +1,44 @@
+// What the observer needs to know of a record's operator, worked out once per operator overload
+// instead of once per op: whether it is an operator at all, its type, what it writes in place,
+// whether it computes anything, and which rules of the statistics cache it may fall under.
+#pragma once
+#include <ATen/record_function.h>
+
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace opdump::pt::detail {
+
+struct OpTraits {
+  // What an in-place op's result may take from statistics already known (host_stats.h).
+  enum class Derives : uint8_t {
+    Nothing,
+    Fill,         // zero_, fill_: one value
+    AddInPlace,   // add_: into a tensor holding zeros, the added tensor's (StatsCache::share)
+    MulInPlace,   // mul_ by a number: the tensor's scaled (StatsCache::remember_scaled)
+  };
+  bool is_operator = false;  // op_kinds::is_operator: false for engine records and user scopes
+  std::string_view type;     // after "aten::" (points into the record's name)
+  std::vector<uint32_t> written;  // argument positions the op writes in place
+  std::vector<uint32_t> out;      // among them, keyword-only out= buffers
+  bool computes_nothing = false;  // op_kinds::computes_nothing
+  int copied_input = -1;          // op_kinds::copied_input
+  Derives derives = Derives::Nothing;
+};
+
+// Per thread (no lock): the traits of each operator overload seen, by its name pointer
+// (RecordFunction names of dispatcher ops are one static string per overload).
+class OpTraitsCache {
+ public:
+  // The traits of `fn`'s operator; for a record that is no dispatcher op (its name may be a
+  // temporary), worked out again each time into a slot valid until the next call.
+  const OpTraits& of(const at::RecordFunction& fn);
+
+ private:
+  std::unordered_map<const char*, OpTraits> by_overload_;
+  OpTraits uncached_;
+};
+
+}  // namespace opdump::pt::detail
