@@ -164,9 +164,18 @@ class Observer final : public RuntimeListener {
   static void end_cb(const at::RecordFunction& fn, at::ObserverContext* raw) {
     if (!raw) return;
     ThreadState& ts = state();
-    if (!static_cast<RecordCtx*>(raw)->full) {  // a NestedRecord
-      --ts.depth;
-      return;
+    switch (static_cast<RecordCtx*>(raw)->kind) {
+      case RecordCtx::Kind::Nested:
+        --ts.depth;
+        return;
+      case RecordCtx::Kind::Node:
+        if (!ts.nodes.empty()) ts.nodes.pop_back();
+        return;
+      case RecordCtx::Kind::Engine:
+        --ts.engine;
+        return;
+      case RecordCtx::Kind::Op:
+        break;
     }
     try {
       instance().end(fn, ts, static_cast<OpCtx*>(raw));
@@ -195,8 +204,7 @@ class Observer final : public RuntimeListener {
     sync_iteration(ts);
     const char* name = fn.name();
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-      auto ctx = std::make_unique<OpCtx>();
-      ctx->node = true;
+      auto ctx = std::make_unique<MarkCtx>(RecordCtx::Kind::Node);
       NodeFrame f;
       f.base_depth = ts.depth;
       std::string_view node = name;
@@ -220,8 +228,7 @@ class Observer final : public RuntimeListener {
     const OpTraits& op = ts.op_traits.of(fn);
     if (!op.is_operator) {
       if (std::strncmp(name, "autograd::engine::evaluate_function: ", 37) != 0) return nullptr;
-      auto ctx = std::make_unique<OpCtx>();
-      ctx->engine = true;
+      auto ctx = std::make_unique<MarkCtx>(RecordCtx::Kind::Engine);
       ++ts.engine;
       return ctx;
     }
@@ -234,7 +241,7 @@ class Observer final : public RuntimeListener {
                               ts.depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth));
     if (below_level && op.written.empty()) {
       ++ts.depth;
-      return std::make_unique<NestedRecord>();
+      return std::make_unique<MarkCtx>(RecordCtx::Kind::Nested);
     }
     auto ctx = std::make_unique<OpCtx>();
     // Always, even with nothing cached or pending yet: this op's own input capture below summarizes
@@ -346,14 +353,6 @@ class Observer final : public RuntimeListener {
   }
 
   void end(const at::RecordFunction& fn, ThreadState& ts, OpCtx* ctx) {
-    if (ctx->node) {
-      if (!ts.nodes.empty()) ts.nodes.pop_back();
-      return;
-    }
-    if (ctx->engine) {
-      --ts.engine;
-      return;
-    }
     --ts.depth;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
     if (!ts.cache.empty())

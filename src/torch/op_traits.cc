@@ -37,13 +37,20 @@ OpTraits traits_of(const char* name, const c10::FunctionSchema* schema) {
 
 const OpTraits& OpTraitsCache::of(const at::RecordFunction& fn) {
   const char* name = fn.name();
+  Recent& recent = recent_[(reinterpret_cast<uintptr_t>(name) >> 3) % recent_.size()];
+  if (recent.name == name) return *recent.traits;
   auto it = by_overload_.find(name);
-  if (it != by_overload_.end()) return it->second;
+  if (it != by_overload_.end()) {
+    recent = Recent{name, &it->second};
+    return it->second;
+  }
   // Only a dispatcher op's name is one static string; another record's may be a temporary whose
   // address a later record reuses.
   auto schema = fn.operator_schema();
   if (!schema) return uncached_ = traits_of(name, nullptr);
-  return by_overload_.emplace(name, traits_of(name, &*schema)).first->second;
+  const OpTraits& traits = by_overload_.emplace(name, traits_of(name, &*schema)).first->second;
+  recent = Recent{name, &traits};
+  return traits;
 }
 
 }  // namespace opdump::pt::detail

@@ -4,6 +4,7 @@
 #pragma once
 #include <ATen/record_function.h>
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +39,13 @@ class OpTraitsCache {
 
  private:
   std::unordered_map<const char*, OpTraits> by_overload_;
+  // In front of it, the overloads seen last by a few bits of their name's address: most ops are
+  // found there without hashing and a bucket's chain (a few hundred overloads make a step).
+  struct Recent {
+    const char* name = nullptr;
+    const OpTraits* traits = nullptr;
+  };
+  std::array<Recent, 256> recent_{};
   OpTraits uncached_;
 };
 

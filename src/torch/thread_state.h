@@ -83,28 +83,31 @@ class Tensors {
   std::vector<at::Tensor>& tensors_;
 };
 
-// What a start callback hands torch for the end callback: an op's whole context (OpCtx), or a
-// NestedRecord.
+// What a start callback hands torch for the end callback: an op's whole context (OpCtx), or the
+// kind of a record whose end only closes what its start opened (a MarkCtx: most records are
+// these, and an OpCtx for each cost as much as the rest of the record).
 struct RecordCtx : at::ObserverContext {
-  explicit RecordCtx(bool is_full) : full(is_full) {}
-  const bool full;
+  enum class Kind : uint8_t {
+    Op,      // an OpCtx
+    Nested,  // an op nested below the configured level that writes nothing: its nesting depth
+    Node,    // an autograd node: its frame (ThreadState::nodes)
+    Engine,  // the autograd engine evaluating a node (hooks, then the node): ThreadState::engine
+  };
+  explicit RecordCtx(Kind k) : kind(k) {}
+  const Kind kind;
 };
 
-// A record nested below the configured level that writes nothing: its end only closes its
-// nesting depth (most records are these; an OpCtx for each cost as much as the rest of the record).
-struct NestedRecord final : RecordCtx {
-  NestedRecord() : RecordCtx(false) {}
+struct MarkCtx final : RecordCtx {
+  explicit MarkCtx(Kind k) : RecordCtx(k) {}
 };
 
 struct OpCtx final : RecordCtx {
-  OpCtx() : RecordCtx(true) {}
+  OpCtx() : RecordCtx(Kind::Op) {}
   // torch asks for one per observed op, nested ones included, and deletes it at the op's end on
   // the same thread: a free list per thread spares the malloc and free of each.
   static void* operator new(size_t size);
   static void operator delete(void* block);
 
-  bool node = false;       // an autograd node frame, not an op
-  bool engine = false;     // the autograd engine evaluating a node (hooks, then the node)
   bool selected = false;   // dump this op
   bool dump_outputs = false;  // ...and its outputs
   bool had_child = false;
