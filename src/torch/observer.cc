@@ -109,7 +109,6 @@ class Observer final : public RuntimeListener {
       handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&Observer::start_cb, &Observer::end_cb)
                                           .needsInputs(true)
                                           .needsOutputs(true)
-                                          .needsIds(true)
                                           .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
       installed_ = true;
       enabled_ = true;
