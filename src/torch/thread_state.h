@@ -84,8 +84,8 @@ class Tensors {
 };
 
 // What a start callback hands torch for the end callback: an op's whole context (OpCtx), or the
-// kind of a record whose end only closes what its start opened (a MarkCtx: most records are
-// these, and an OpCtx for each cost as much as the rest of the record).
+// kind of a record whose end only closes what its start opened (a MarkCtx: three records in four
+// are these, and making and deleting an OpCtx for each took 0.6 ms of a tiny-op model's 10 ms step).
 struct RecordCtx : at::ObserverContext {
   enum class Kind : uint8_t {
     Op,      // an OpCtx
@@ -103,8 +103,8 @@ struct MarkCtx final : RecordCtx {
 
 struct OpCtx final : RecordCtx {
   OpCtx() : RecordCtx(Kind::Op) {}
-  // torch asks for one per observed op, nested ones included, and deletes it at the op's end on
-  // the same thread: a free list per thread spares the malloc and free of each.
+  // torch gets one per op of the level (and per nested op that writes) and deletes it at the op's
+  // end on the same thread: a free list per thread spares the malloc and free of each.
   static void* operator new(size_t size);
   static void operator delete(void* block);
 
