@@ -22,7 +22,9 @@ struct OpTraits {
   };
   bool is_operator = false;  // op_kinds::is_operator: false for engine records and user scopes
   std::string_view type;     // after "aten::" (points into the record's name)
-  std::vector<uint32_t> written;  // argument positions the op writes in place
+  // Argument positions the op writes in place: its schema's alias annotations, and batch norm's
+  // running statistics (which PyTorch 1.x does not annotate).
+  std::vector<uint32_t> written;
   std::vector<uint32_t> out;      // among them, keyword-only out= buffers
   bool computes_nothing = false;  // op_kinds::computes_nothing
   int copied_input = -1;          // op_kinds::copied_input

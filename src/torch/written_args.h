@@ -1,6 +1,7 @@
-// What an op writes in place, from its schema's alias annotations ("Tensor(a!)"): the statistics
-// barrier finishes what reads those storages before the op runs, and out= buffers are dumped as
-// placeholders (their bytes before the op mean nothing).
+// The tensors an op writes in place, at the argument positions its traits list (op_traits.h: its
+// schema's alias annotations, "Tensor(a!)"): the statistics barrier finishes what reads those
+// storages before the op runs, and out= buffers are dumped as placeholders (their bytes before
+// the op mean nothing).
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
