@@ -2,6 +2,7 @@
 // each op's inputs and outputs, a statistic.csv when asked, and the execution order file with the
 // tensor ids that give the data flow.
 #pragma once
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct OpSpec {
   std::string type, name;
   std::vector<std::vector<float>> inputs, outputs;  // values of 1-D tensors
   std::vector<uint64_t> input_ids, output_ids;      // data flow: one id per tensor (0: none)
+  std::vector<uint32_t> scalar_inputs;              // input slots written as 0-dim tensors (one value each)
 };
 
 struct DumpSpec {
@@ -52,7 +54,10 @@ inline std::string write_dump(const std::string& root, uint32_t rank, int64_t it
       if (io == IoKind::Input && !spec.inputs) continue;
       const auto& list = pass == 0 ? op.inputs : op.outputs;
       for (size_t slot = 0; slot < list.size(); ++slot) {
-        const TensorView v{list[slot].data(), DType::Float32, Shape{static_cast<int64_t>(list[slot].size())}};
+        const bool scalar = io == IoKind::Input &&
+                            std::find(op.scalar_inputs.begin(), op.scalar_inputs.end(), slot) != op.scalar_inputs.end();
+        const TensorView v{list[slot].data(), DType::Float32,
+                           scalar ? Shape{} : Shape{static_cast<int64_t>(list[slot].size())}};
         if (spec.tensors) write_npy(folder + "/" + mindspore_file_name(id, io, static_cast<uint32_t>(slot)), v);
         if (spec.statistics) {
           StatisticRow row = statistic_row(id, io, slot, v);

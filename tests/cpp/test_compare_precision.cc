@@ -152,3 +152,53 @@ TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsBlamedOnlyWhenItsReaderAddsEr
     }
   }
 }
+
+// Amid bfloat16 rounding, the forward op reading a constant no op produced (a Python number the target
+// changed by 1%: an attention scale) is the origin; the same constant read by a backward op may carry
+// what autograd saved, and is not blamed alone.
+TEST(ComparePrecision, AConstantThatDiffersAmidRoundingIsTheOrigin) {
+  for (const bool backward : {false, true}) {
+    test::TempDir dir;
+    auto ops = [&](const std::vector<float>& conv, float scale, float scaled) {
+      std::vector<OpSpec> v = chain(conv, conv, 12.3f);
+      v.push_back({"mul", backward ? "Gradients/Default/net-Net/fc-Linear/linear-op0/AddmmBackward0/mul-op0"
+                                   : "Default/net-Net/mul-op0",
+                   {{12.3f}, {scale}}, {{scaled}}, {4, 30}, {5}, {1}});
+      return v;
+    };
+    // (values bfloat16 cannot hold: 0.5 would count as a bfloat16 value, whose rounding covers 1%)
+    test::write_dump(dir / "r", 0, 0, ops(kRefConv, 0.35355339f, 4.3487067f));
+    test::write_dump(dir / "t", 0, 0, ops(kBf16Conv, 0.35708892f, 4.3921937f));
+    const auto& f = test::compare_pair(dir).first_divergence;
+    EXPECT_EQ(f.found, !backward) << f.cause;
+    if (!backward) {
+      EXPECT_EQ(f.op.op_type, "mul");
+      EXPECT_NE(f.cause.find("input 1 differs: no dumped op produced it (a parameter, constant or data batch)"),
+                std::string::npos) << f.cause;
+    }
+  }
+}
+
+// A tensor no op produced (a plain module attribute, a mask built from Python data) whose error is far
+// beyond anything before it is blamed in forward; one whose error is about what the ops before it carry
+// is not (it may be a nested op's result).
+TEST(ComparePrecision, AnUnproducedTensorIsBlamedOnlyBeyondTheErrorBeforeIt) {
+  for (const bool far : {false, true}) {
+    test::TempDir dir;
+    auto ops = [&](const std::vector<float>& conv, const std::vector<float>& mask, float out) {
+      std::vector<OpSpec> v = chain(conv, conv, 12.3f);
+      v.push_back({"mul", "Default/net-Net/mul-op0", {conv, mask}, {{out}}, {3, 31}, {6}});
+      return v;
+    };
+    // conv's bfloat16 rounding: about 0.4% relative; the mask: 1% off (carried) or 30% off.
+    const std::vector<float> ref_mask = {1, 2, 3}, near = {1.01f, 2.02f, 3.03f}, off = {1.3f, 2.6f, 3.9f};
+    test::write_dump(dir / "r", 0, 0, ops(kRefConv, ref_mask, 14.14f));
+    test::write_dump(dir / "t", 0, 0, ops(kBf16Conv, far ? off : near, far ? 18.4f : 14.28f));
+    const auto& f = test::compare_pair(dir).first_divergence;
+    EXPECT_EQ(f.found, far) << f.cause;
+    if (far) {
+      EXPECT_EQ(f.op.op_name, "Default/net-Net/mul-op0");
+      EXPECT_NE(f.cause.find("input 1 differs: no dumped op produced it"), std::string::npos) << f.cause;
+    }
+  }
+}

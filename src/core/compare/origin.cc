@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "compare/op_arguments.h"
 #include "compare/precision.h"
@@ -306,7 +308,8 @@ class OriginFinder {
           // difference; so may a buffer an earlier op whose data differs read and updated in place
           // (batch_norm's running statistics, in this iteration or an earlier one: its schema does
           // not mark them written). Neither is blamed on its own.
-          if (in_failed && input_name(op, s).empty() && after_differences(op)) {
+          if (in_failed && input_name(op, s).empty() && after_differences(op) &&
+              may_carry_earlier_differences(op, rows_[in->second])) {
             carried = true;
           } else if (in_failed && read_by_differing_op(op, id)) {
             carried = true;
@@ -641,6 +644,40 @@ class OriginFinder {
     return false;
   }
 
+  // Whether an unnamed input that no executed op produced (`row`, failing) may hold a difference that
+  // earlier ops carried to it. In backward it may: autograd saves the results of nested ops, which
+  // the dump does not list. A forward op reads such a tensor only as data it was given (a Python
+  // number, a tensor built from Python data, a plain attribute of a module), so there it may not
+  // when it is a number (a Python number is exact on every stack: a bfloat16 run's scale is the
+  // float32 run's), nor when its error is beyond what anything before it on the rank carries
+  // (kErrorGrowth times the largest error of an earlier output, plus its own rounding).
+  bool may_carry_earlier_differences(const Op& op, const CompareRow& row) {
+    if (op.backward()) return true;
+    const DumpEntry& t = row.entry();
+    if (t.shape_known && t.shape.empty()) return false;
+    return row_error(row) <= kErrorGrowth * largest_error_before(op) + precision_floor(row);
+  }
+
+  // The largest relative error of an output of an op that ran before `op` on its rank (in an
+  // earlier iteration, or earlier in its own).
+  double largest_error_before(const Op& op) {
+    if (!errors_ready_) {
+      errors_ready_ = true;
+      for (const Op& o : target_.ops)
+        for (const auto& [slot, r] : o.output_rows)
+          if (rows_[r].compared) errors_by_rank_[o.rank].push_back({{o.iteration, o.order}, row_error(rows_[r])});
+      for (auto& [rank, errors] : errors_by_rank_) {
+        std::sort(errors.begin(), errors.end());
+        for (size_t i = 1; i < errors.size(); ++i) errors[i].second = std::max(errors[i].second, errors[i - 1].second);
+      }
+    }
+    auto it = errors_by_rank_.find(op.rank);
+    if (it == errors_by_rank_.end()) return 0;
+    const auto& errors = it->second;
+    const auto at = std::lower_bound(errors.begin(), errors.end(), std::make_pair(std::make_pair(op.iteration, op.order), -1.0));
+    return at == errors.begin() ? 0 : std::prev(at)->second;
+  }
+
   // Whether an earlier op of the op's rank and iteration has an output that differs at all.
   bool after_differences(const Op& op) {
     if (!differences_ready_) {
@@ -838,6 +875,9 @@ class OriginFinder {
   bool full_types_ready_ = false;
   std::map<std::pair<uint32_t, int64_t>, uint64_t> first_difference_;  // (rank, iteration) -> order
   bool differences_ready_ = false;
+  // Per rank: ((iteration, order), the largest output error up to that op), in execution order.
+  std::map<uint32_t, std::vector<std::pair<std::pair<int64_t, uint64_t>, double>>> errors_by_rank_;
+  bool errors_ready_ = false;
   std::set<size_t> grown_;  // candidates whose error their inputs' error grew into
 };
 
