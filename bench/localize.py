@@ -123,6 +123,12 @@ CROSS_FAULTS = {
                  ("bn_eps", "BatchNorm eps 0.1 in layer1[1].bn1",
                   rf"{R18}/layer1-Sequential/1-BasicBlock/bn1-BatchNorm2d/batch_norm-op0")],
 }
+# Planted on every stack: a constant the model multiplies by (a Python number, exact on every stack),
+# changed by 1%, which bfloat16's rounding alone would hide.
+EVERY_STACK_FAULTS = {
+    "transformer": [("attn_scale", "attention scale x1.01 in block 1 (a changed constant)",
+                     rf"{TRANSFORMER}/1-Block/attn-Attention/mul-op0")],
+}
 CROSS_STACKS = {  # name: (what the target runs on, its stack, its runtime, the reference's runtime)
     "fp64": ("model and data in float64", "fp64", "host", "host"),
     "bf16": ("forward under bf16 autocast", "bf16", "host", "host"),
@@ -142,7 +148,7 @@ def cross_scenarios():
                        "runtime": {"reference": reference_runtime, "target": target_runtime}}
             # Under bf16 every fault of the model; on the other stacks one, alternating. A fault that
             # only its arguments show under low precision (the GELU approximation) is dumped with them.
-            chosen = faults if stack == "bf16" else [faults[k % 2]]
+            chosen = (faults if stack == "bf16" else [faults[k % 2]]) + EVERY_STACK_FAULTS.get(model, [])
             for fault, fault_what, op in chosen:
                 arguments = fault in ("gelu_tanh", "bn_eps")
                 config = (lambda p, a=arguments: ms_config(p, save_kernel_args=True) if a else ms_config(p))

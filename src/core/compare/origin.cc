@@ -13,6 +13,7 @@
 #include "origin.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <map>
@@ -363,7 +364,7 @@ class OriginFinder {
     // conditioning would tell; statistics cannot).
     const bool outside_model = std::count(op.op_name.begin(), op.op_name.end(), '/') < 2;
     if ((carried || in_error > 0) && statistics_only(op) &&
-        (op.backward() || outside_model || carried_state)) {
+        (op.backward() || outside_model || carried_state || parameters_differ_by(op))) {
       grown_.insert(c);
       return false;
     }
@@ -495,16 +496,53 @@ class OriginFinder {
 
   // The largest relative error among an op's inputs (0 when none was compared). Statistics (max,
   // min, mean, norm) hide most of an elementwise rounding error: a statistics row held in two
-  // precisions counts as carrying at least the coarser one's rounding.
+  // precisions counts as carrying at least the coarser one's rounding. A norm's relative difference
+  // is about the elementwise error over the square root of the elements when the error is noise, so
+  // an input larger than the op's output (a linear layer's 512 features to 10 classes, a pooling)
+  // shows a smaller part of its error than the output does: it counts that many times more, as the
+  // output would see it.
   double input_error(const Op& op) const {
     double e = 0;
+    const uint64_t out_elements = largest_output_elements(op);
     for (size_t r : input_rows_of(op)) {
       const CompareRow& row = rows_[r];
       if (!row.compared) continue;
-      e = std::max(e, row_error(row));
+      double error = row_error(row);
+      if (row.statistics_only && out_elements > 0 && row.entry().shape_known) {
+        const uint64_t elements = shape_numel(row.entry().shape);
+        if (elements > out_elements) error *= std::sqrt(static_cast<double>(elements) / static_cast<double>(out_elements));
+      }
+      e = std::max(e, error);
       if (row.statistics_only && row.target_precision != row.reference_precision) e = std::max(e, precision_floor(row));
     }
     return e;
+  }
+
+  // The element count of an op's largest output whose shape is known (0: none).
+  uint64_t largest_output_elements(const Op& op) const {
+    uint64_t n = 0;
+    for (const auto& [slot, r] : op.output_rows)
+      if (rows_[r].entry().shape_known) n = std::max(n, shape_numel(rows_[r].entry().shape));
+    return n;
+  }
+
+  // Whether a parameter or buffer (a named input) differs at this op or an earlier one of its rank and
+  // iteration: from there on, activations carry what an earlier step's rounding did to the parameters,
+  // which statistics cannot tell from an op's own error.
+  bool parameters_differ_by(const Op& op) {
+    if (!named_differences_ready_) {
+      named_differences_ready_ = true;
+      for (const Op& o : target_.ops) {
+        if (!o.exec) continue;
+        for (const auto& [slot, r] : o.input_rows) {
+          if (!rows_[r].failed() || input_name(o, slot).empty()) continue;
+          auto [it, fresh] = first_named_difference_.emplace(std::make_pair(o.rank, o.iteration), o.order);
+          if (!fresh) it->second = std::min(it->second, o.order);
+        }
+      }
+    }
+    auto it = first_named_difference_.find({op.rank, op.iteration});
+    return it != first_named_difference_.end() && it->second <= op.order;
   }
 
   // Whether every input of the op was compared and is the same bit for bit on both sides.
@@ -875,6 +913,8 @@ class OriginFinder {
   bool full_types_ready_ = false;
   std::map<std::pair<uint32_t, int64_t>, uint64_t> first_difference_;  // (rank, iteration) -> order
   bool differences_ready_ = false;
+  std::map<std::pair<uint32_t, int64_t>, uint64_t> first_named_difference_;  // (rank, iteration) -> order
+  bool named_differences_ready_ = false;
   // Per rank: ((iteration, order), the largest output error up to that op), in execution order.
   std::map<uint32_t, std::vector<std::pair<std::pair<int64_t, uint64_t>, double>>> errors_by_rank_;
   bool errors_ready_ = false;
