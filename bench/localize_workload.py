@@ -185,11 +185,21 @@ def plant(fault, model):
 
 
 # Each scenario: the model, and what the target changes (before registration, at each step).
+def encoder():
+    """PyTorch's own nn.TransformerEncoder (three layers) between two linear layers."""
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True)
+    return nn.Sequential(nn.Linear(8, 32), nn.TransformerEncoder(layer, num_layers=3), nn.Flatten(), nn.Linear(6 * 32, 10))
+
+
 def build(scenario, target, rank, model_name=None):
     if model_name == "resnet18":
         return vision("resnet18") + (0.01,)
     if model_name == "transformer":
         return Transformer(), (2, 6, 8), 0.01
+    if model_name == "mobilenet_v2":
+        return vision("mobilenet_v2") + (0.01,)
+    if model_name == "encoder":
+        return encoder(), (2, 6, 8), 0.01
     if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data",
                     "inputs_only"):
         model, shape = vision("resnet18")
@@ -202,9 +212,7 @@ def build(scenario, target, rank, model_name=None):
     elif scenario == "ranks":
         model, shape = SmallNet(), (2, 3, 16, 16)
     elif scenario in ("encoder", "threads"):
-        layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True)
-        model, shape = nn.Sequential(nn.Linear(8, 32), nn.TransformerEncoder(layer, num_layers=3), nn.Flatten(),
-                                     nn.Linear(6 * 32, 10)), (2, 6, 8)
+        model, shape = encoder(), (2, 6, 8)
     elif scenario == "grad_hook":
         model, shape = SmallNet(), (2, 3, 16, 16)
     else:
@@ -251,7 +259,8 @@ def main():
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--result")
-    p.add_argument("--model", choices=["resnet18", "transformer"], help="cross-stack pairs: the model")
+    p.add_argument("--model", choices=["resnet18", "transformer", "mobilenet_v2", "encoder"],
+                   help="cross-stack pairs: the model")
     p.add_argument("--stack", choices=STACKS, default="fp32", help="cross-stack pairs: what this side runs on")
     p.add_argument("--fault", default="none", help="cross-stack pairs: the fault planted (target only)")
     args = p.parse_args()

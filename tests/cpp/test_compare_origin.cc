@@ -273,3 +273,27 @@ TEST(CompareOrigin, InputsOnlyDumpsNameTheOpWhoseReadersSawItFail) {
   EXPECT_EQ(g.op.op_type, "conv2d");
   EXPECT_NE(g.cause.find("input 1 differs: no dumped op produced it"), std::string::npos) << g.cause;
 }
+
+// Ops left unmatched by name line up by execution order and type only when their tensors have the same
+// shapes: PyTorch 2.x accumulating a residual's gradient where 1.13 accumulates a parameter's is add_
+// against add_, not one op under two names.
+TEST(CompareOrigin, OpsAlignedByOrderKeepTheirShapes) {
+  for (const bool same : {true, false}) {
+    test::TempDir dir;
+    const OpSpec relu{"relu", "Default/net-Net/relu-ReLU/relu-op0", {{1, 2, 3}}, {{1, 2, 3}}, {7}, {8}};  // matched by name
+    test::write_dump(dir / "t", 0, 0, {relu, {"add_", "Gradients/Default/add_-op0", {{1, 2, 3}, {1, 1, 1}}, {{2, 3, 4}}, {1, 2}, {1}}});
+    const std::vector<float> x = same ? std::vector<float>{1, 2, 3} : std::vector<float>{1, 2, 3, 4};
+    const std::vector<float> y = same ? std::vector<float>{2, 3, 4} : std::vector<float>{2, 3, 4, 5};
+    const std::vector<float> ones(x.size(), 1.0f);
+    test::write_dump(dir / "r", 0, 0, {relu, {"add_", "Gradients/AccumulateGrad-0/add_-op0", {x, ones}, {y}, {1, 2}, {1}}});
+    const CompareResult r = test::compare_pair(dir);
+    size_t aligned = 0, shape_errors = 0;
+    for (const CompareRow& row : r.rows) {
+      aligned += row.aligned;
+      shape_errors += row.reason.find("shape mismatch") != std::string::npos;
+    }
+    EXPECT_EQ(aligned, same ? 3u : 0u);
+    EXPECT_EQ(shape_errors, 0u);
+    if (!same) EXPECT_EQ(r.rows.size(), 2u + 6u);  // relu's two, and each side's three tensors on their own
+  }
+}

@@ -232,10 +232,21 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
   };
   collect(T, p.target_to_reference, true, t_tensors);
   collect(R, p.reference_to_target, false, r_tensors);
+  // Two ops whose tensors in the same slot have other shapes are not one op under two names (PyTorch 2.x
+  // accumulating a residual's gradient where 1.13 accumulates a parameter's: add_ against add_).
+  auto same_shapes = [&](const std::vector<size_t>& ti, const std::vector<size_t>& rj) {
+    for (size_t i : ti)
+      for (size_t j : rj)
+        if (T[i].io == R[j].io && T[i].slot == R[j].slot && T[i].shape_known && R[j].shape_known &&
+            T[i].shape != R[j].shape)
+          return false;
+    return true;
+  };
   for (auto& [group, seqs] : groups) {
     for (auto [a, b] : align(seqs.first, seqs.second)) {
       const auto& ti = t_tensors[{group, seqs.first.ops[a].first, seqs.first.ops[a].second}];
       const auto& rj = r_tensors[{group, seqs.second.ops[b].first, seqs.second.ops[b].second}];
+      if (!same_shapes(ti, rj)) continue;
       for (size_t i : ti)
         for (size_t j : rj)
           if (p.reference_to_target[j] < 0 && T[i].io == R[j].io && T[i].slot == R[j].slot) {
