@@ -21,6 +21,7 @@
 #include "layout/layout.h"
 #include "opdump/error.h"
 #include "read/dump_index.h"
+#include "select/op_kinds.h"
 #include "read/h5_index.h"
 #include "util/file_read.h"
 #include "util/progress.h"
@@ -29,17 +30,6 @@ namespace opdump::replay {
 namespace {
 
 using json = nlohmann::json;
-
-// Ops whose result is drawn from the RNG: the replay cannot draw the same numbers.
-bool draws_random(const std::string& op_type) {
-  static const std::unordered_set<std::string> ops = {
-      "dropout", "dropout_", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
-      "_fused_dropout", "bernoulli", "bernoulli_", "rand", "rand_like", "randn", "randn_like", "randint",
-      "randint_like", "randperm", "normal", "normal_", "uniform_", "multinomial", "rrelu", "rrelu_",
-      "rrelu_with_noise", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_", "poisson",
-      "_standard_gamma", "_sample_dirichlet", "binomial"};
-  return ops.count(op_type) > 0;
-}
 
 at::Tensor high_precision(const at::Tensor& t) {
   if (!t.defined()) return t;
@@ -108,7 +98,7 @@ class Replayer {
     else if (!spec && op.msprobe) why = "no arguments recorded: msprobe tensor files without their dump.json";
     else if (!spec) why = "no arguments recorded (dump with save_kernel_args)";
     else if (spec->contains("unreplayable")) why = "not one aten call: " + (*spec)["unreplayable"].get<std::string>();
-    else if (draws_random(op.op_type)) why = "its result is drawn from the random number generator";
+    else if (op_kinds::draws_random(op.op_type)) why = "its result is drawn from the random number generator";
     else if (op.outputs.empty()) why = "no output dumped";
     if (why.empty()) {
       why = replay_op(op, *spec, recorded_dtypes(*spec), autocast_of(*spec), standard_, base, result_.rows);

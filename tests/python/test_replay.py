@@ -212,3 +212,29 @@ def test_msprobe_python_signatures_become_aten_calls(tmp_path):
                       "Functional.batch_norm.0.forward", "Torch.cat.0.forward", "Tensor.sum.0.forward",
                       "Tensor.add.0.forward", "Tensor.to.0.forward"}, passed
     assert by_name["Tensor.to.0.forward"]["DataType"] == "Double"
+
+
+def test_a_float16_result_beyond_its_range_is_inf_as_it_should_be(tmp_path):
+    """x * 3 in float16 with x = 30000 is 90000 in float64, Inf in float16: the dumped Inf is that rounding,
+    not a fault (and the Inf that add reads and writes is the same)."""
+    script = (
+        "import sys, torch; sys.path.insert(0, sys.argv[2]); import opdump\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return (x * 3) + 1\n"
+        "net = Net(); opdump.register_model(net, 'net'); opdump.set_dump(sys.argv[1])\n"
+        "net(torch.tensor([30000.0, 1.0, -25000.0], dtype=torch.half)); opdump.step()\n"
+        "opdump.finalize_dump()\n")
+    cfg = ms_config(tmp_path / "d", iteration="0", saved_data="tensor", e2e={"save_kernel_args": True})
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    proc = subprocess.run([PYTHON, "-c", script, str(tmp_path / "c.json"), str(BUILD / "python")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "replay"
+    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    judged = {r["OpType"]: r for r in rows if r["TensorIndex"] == "output.0"}
+    assert judged["mul"]["Result"] == "pass" and judged["add"]["Result"] == "pass", rows
+    assert summary["rows"]["error"] == 0, rows

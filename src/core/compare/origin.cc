@@ -25,6 +25,7 @@
 #include "compare/precision.h"
 #include "compare/source_lines.h"
 #include "opdump/error.h"
+#include "select/op_kinds.h"
 
 namespace opdump::detail {
 namespace {
@@ -308,11 +309,13 @@ class OriginFinder {
           // ops whose outputs already differ (a coarser dtype, other kernels), may carry that
           // difference; so may a buffer an earlier op whose data differs read and updated in place
           // (batch_norm's running statistics, in this iteration or an earlier one: its schema does
-          // not mark them written). Neither is blamed on its own.
+          // not mark them written), or one an earlier op read when it still agreed, amid differences.
+          // Neither is blamed on its own.
           if (in_failed && input_name(op, s).empty() && after_differences(op) &&
               may_carry_earlier_differences(op, rows_[in->second])) {
             carried = true;
-          } else if (in_failed && read_by_differing_op(op, id)) {
+          } else if (in_failed && (read_by_differing_op(op, id) ||
+                                   (after_differences(op) && changed_since_read(op, id)))) {
             carried = true;
             carried_state = true;
           } else if (in_failed) {
@@ -362,6 +365,13 @@ class OriginFinder {
     // where sums cancel (gradients over a batch, the optimizer's updates outside the model) or where
     // parameters already differ by what an earlier step's rounding did to them (a re-run's
     // conditioning would tell; statistics cannot).
+    // An op whose inputs already differ and that draws random numbers (dropout) differs by its draws
+    // where the two sides drew differently (PyTorch 2.x against 1.13 from one seed): no growth of error
+    // says anything about it.
+    if ((carried || in_error > 0) && op_kinds::draws_random(op.op_type)) {
+      grown_.insert(c);
+      return false;
+    }
     const bool outside_model = std::count(op.op_name.begin(), op.op_name.end(), '/') < 2;
     if ((carried || in_error > 0) && statistics_only(op) &&
         (op.backward() || outside_model || carried_state || parameters_differ_by(op))) {
@@ -597,8 +607,16 @@ class OriginFinder {
     auto cached = lowers_alone_.find(c);
     if (cached != lowers_alone_.end()) return cached->second;
     const Op& op = target_.ops[c];
-    bool lowers = false;
-    for (const auto& [slot, r] : op.output_rows) lowers |= coarse(r);
+    // Every floating output coarser: an op that computes in bfloat16 writes all of them so, where a
+    // float32 output whose values happen to fit in bfloat16 (a bias gradient summing a few dyadic
+    // numbers) is one of several.
+    bool lowers = false, all_coarse = true;
+    for (const auto& [slot, r] : op.output_rows) {
+      if (!rows_[r].compared || dtype_epsilon(rows_[r].reference_precision) == 0) continue;
+      lowers |= coarse(r);
+      all_coarse &= coarse(r);
+    }
+    lowers &= all_coarse;
     if (lowers && op.exec)
       for (size_t s = 0; s < op.exec->inputs.size() && lowers; ++s) {
         const int64_t p = op.exec->inputs[s] ? target_.producer(op, s) : -1;
@@ -714,6 +732,26 @@ class OriginFinder {
     const auto& errors = it->second;
     const auto at = std::lower_bound(errors.begin(), errors.end(), std::make_pair(std::make_pair(op.iteration, op.order), -1.0));
     return at == errors.begin() ? 0 : std::prev(at)->second;
+  }
+
+  // Whether an earlier op of the same rank read tensor `id` while its row of it did not fail: the
+  // tensor changed in place since, by an op that does not show it (batch_norm updating its running
+  // statistics from a batch whose values already differ a little, where its own rows pass).
+  bool changed_since_read(const Op& op, uint64_t id) const {
+    if (!op.exec) return false;
+    const auto& order = target_.index->order.at(op.rank).ops;
+    const auto& dump = target_.dumped.at(op.rank);
+    for (size_t i = op.exec_index; i-- > 0;) {
+      if (dump[i] < 0) continue;
+      const auto& inputs = order[i].inputs;
+      for (size_t slot = 0; slot < inputs.size(); ++slot) {
+        if (inputs[slot] != id) continue;
+        const Op& reader = target_.ops[static_cast<size_t>(dump[i])];
+        auto row = reader.input_rows.find(static_cast<uint32_t>(slot));
+        if (row != reader.input_rows.end() && rows_[row->second].compared && !rows_[row->second].failed()) return true;
+      }
+    }
+    return false;
   }
 
   // Whether an earlier op of the op's rank and iteration has an output that differs at all.

@@ -31,6 +31,16 @@ bool computes_nothing(std::string_view op_type) {
   return ops.count(op_type) > 0;
 }
 
+bool draws_random(std::string_view op_type) {
+  static const std::unordered_set<std::string_view> ops = {
+      "dropout", "dropout_", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",
+      "_fused_dropout", "bernoulli", "bernoulli_", "rand", "rand_like", "randn", "randn_like", "randint",
+      "randint_like", "randperm", "normal", "normal_", "uniform_", "multinomial", "rrelu", "rrelu_",
+      "rrelu_with_noise", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_", "poisson",
+      "_standard_gamma", "_sample_dirichlet", "binomial"};
+  return ops.count(op_type) > 0;
+}
+
 int copied_input(std::string_view op_type) {
   static const std::unordered_map<std::string_view, int> ops = {
       {"to", 0},      {"_to_copy", 0}, {"contiguous", 0}, {"clone", 0},          {"reshape", 0},
