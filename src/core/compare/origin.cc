@@ -684,20 +684,41 @@ class OriginFinder {
            row_error(rows_[row]) <= precision_floor(rows_[static_cast<size_t>(out)]);
   }
 
-  // Whether an earlier op of the same rank (this iteration or an earlier one) read tensor `id` while
-  // its own rows failed.
-  bool read_by_differing_op(const Op& op, uint64_t id) const {
+  // Whether some dumped op before `op` on its rank (this iteration or an earlier one) read tensor `id` at
+  // a slot for which `pred(reader, slot)` holds.
+  template <typename Pred>
+  bool earlier_reader(const Op& op, uint64_t id, Pred pred) const {
     if (!op.exec) return false;
     const auto& order = target_.index->order.at(op.rank).ops;
     const auto& dump = target_.dumped.at(op.rank);
     for (size_t i = op.exec_index; i-- > 0;) {
-      if (std::find(order[i].inputs.begin(), order[i].inputs.end(), id) == order[i].inputs.end() || dump[i] < 0) continue;
-      const Op& reader = target_.ops[static_cast<size_t>(dump[i])];
+      if (dump[i] < 0) continue;
+      const auto& inputs = order[i].inputs;
+      for (size_t slot = 0; slot < inputs.size(); ++slot)
+        if (inputs[slot] == id && pred(target_.ops[static_cast<size_t>(dump[i])], static_cast<uint32_t>(slot)))
+          return true;
+    }
+    return false;
+  }
+
+  // Whether an earlier op of the same rank read tensor `id` while its own rows failed.
+  bool read_by_differing_op(const Op& op, uint64_t id) const {
+    return earlier_reader(op, id, [&](const Op& reader, uint32_t) {
       for (const auto* rows : {&reader.input_rows, &reader.output_rows})
         for (const auto& [slot, r] : *rows)
           if (rows_[r].failed()) return true;
-    }
-    return false;
+      return false;
+    });
+  }
+
+  // Whether an earlier op of the same rank read tensor `id` while its row of it did not fail: the
+  // tensor changed in place since, by an op that does not show it (batch_norm updating its running
+  // statistics from a batch whose values already differ a little, where its own rows pass).
+  bool changed_since_read(const Op& op, uint64_t id) const {
+    return earlier_reader(op, id, [&](const Op& reader, uint32_t slot) {
+      auto row = reader.input_rows.find(slot);
+      return row != reader.input_rows.end() && rows_[row->second].compared && !rows_[row->second].failed();
+    });
   }
 
   // Whether an unnamed input that no executed op produced (`row`, failing) may hold a difference that
@@ -732,26 +753,6 @@ class OriginFinder {
     const auto& errors = it->second;
     const auto at = std::lower_bound(errors.begin(), errors.end(), std::make_pair(std::make_pair(op.iteration, op.order), -1.0));
     return at == errors.begin() ? 0 : std::prev(at)->second;
-  }
-
-  // Whether an earlier op of the same rank read tensor `id` while its row of it did not fail: the
-  // tensor changed in place since, by an op that does not show it (batch_norm updating its running
-  // statistics from a batch whose values already differ a little, where its own rows pass).
-  bool changed_since_read(const Op& op, uint64_t id) const {
-    if (!op.exec) return false;
-    const auto& order = target_.index->order.at(op.rank).ops;
-    const auto& dump = target_.dumped.at(op.rank);
-    for (size_t i = op.exec_index; i-- > 0;) {
-      if (dump[i] < 0) continue;
-      const auto& inputs = order[i].inputs;
-      for (size_t slot = 0; slot < inputs.size(); ++slot) {
-        if (inputs[slot] != id) continue;
-        const Op& reader = target_.ops[static_cast<size_t>(dump[i])];
-        auto row = reader.input_rows.find(static_cast<uint32_t>(slot));
-        if (row != reader.input_rows.end() && rows_[row->second].compared && !rows_[row->second].failed()) return true;
-      }
-    }
-    return false;
   }
 
   // Whether an earlier op of the op's rank and iteration has an output that differs at all.
