@@ -208,6 +208,34 @@ DivergentOp divergent(const Op& op, const std::vector<CompareRow>& rows) {
   return d;
 }
 
+// Per rank and iteration, the order of the first op for which a condition holds (built once, on first use).
+class FirstOrders {
+ public:
+  template <typename Holds>
+  void build(const std::vector<Op>& ops, Holds holds) {
+    if (ready_) return;
+    ready_ = true;
+    for (const Op& o : ops) {
+      if (!holds(o)) continue;
+      auto [it, fresh] = first_.emplace(std::make_pair(o.rank, o.iteration), o.order);
+      if (!fresh) it->second = std::min(it->second, o.order);
+    }
+  }
+  // Whether such an op ran before `op` in its rank and iteration; ...or is `op` itself.
+  bool before(const Op& op) const {
+    auto it = first_.find({op.rank, op.iteration});
+    return it != first_.end() && it->second < op.order;
+  }
+  bool at_or_before(const Op& op) const {
+    auto it = first_.find({op.rank, op.iteration});
+    return it != first_.end() && it->second <= op.order;
+  }
+
+ private:
+  std::map<std::pair<uint32_t, int64_t>, uint64_t> first_;  // (rank, iteration) -> order
+  bool ready_ = false;
+};
+
 class OriginFinder {
  public:
   OriginFinder(CompareResult& result, const CrossReplay& cross_replay)
@@ -540,19 +568,13 @@ class OriginFinder {
   // iteration: from there on, activations carry what an earlier step's rounding did to the parameters,
   // which statistics cannot tell from an op's own error.
   bool parameters_differ_by(const Op& op) {
-    if (!named_differences_ready_) {
-      named_differences_ready_ = true;
-      for (const Op& o : target_.ops) {
-        if (!o.exec) continue;
-        for (const auto& [slot, r] : o.input_rows) {
-          if (!rows_[r].failed() || input_name(o, slot).empty()) continue;
-          auto [it, fresh] = first_named_difference_.emplace(std::make_pair(o.rank, o.iteration), o.order);
-          if (!fresh) it->second = std::min(it->second, o.order);
-        }
-      }
-    }
-    auto it = first_named_difference_.find({op.rank, op.iteration});
-    return it != first_named_difference_.end() && it->second <= op.order;
+    named_differences_.build(target_.ops, [&](const Op& o) {
+      if (!o.exec) return false;
+      for (const auto& [slot, r] : o.input_rows)
+        if (rows_[r].failed() && !input_name(o, slot).empty()) return true;
+      return false;
+    });
+    return named_differences_.at_or_before(op);
   }
 
   // Whether every input of the op was compared and is the same bit for bit on both sides.
@@ -757,17 +779,12 @@ class OriginFinder {
 
   // Whether an earlier op of the op's rank and iteration has an output that differs at all.
   bool after_differences(const Op& op) {
-    if (!differences_ready_) {
-      differences_ready_ = true;
-      for (const Op& o : target_.ops)
-        for (const auto& [slot, r] : o.output_rows)
-          if (rows_[r].compared && row_error(rows_[r]) > 0) {
-            auto [it, fresh] = first_difference_.emplace(std::make_pair(o.rank, o.iteration), o.order);
-            if (!fresh) it->second = std::min(it->second, o.order);
-          }
-    }
-    auto it = first_difference_.find({op.rank, op.iteration});
-    return it != first_difference_.end() && it->second < op.order;
+    differences_.build(target_.ops, [&](const Op& o) {
+      for (const auto& [slot, r] : o.output_rows)
+        if (rows_[r].compared && row_error(rows_[r]) > 0) return true;
+      return false;
+    });
+    return differences_.before(op);
   }
 
   // Without a divergence: what precision the two sides agree to.
@@ -950,10 +967,8 @@ class OriginFinder {
   std::map<size_t, std::vector<std::string>> model_arguments_;
   std::set<std::pair<std::string, bool>> full_types_;
   bool full_types_ready_ = false;
-  std::map<std::pair<uint32_t, int64_t>, uint64_t> first_difference_;  // (rank, iteration) -> order
-  bool differences_ready_ = false;
-  std::map<std::pair<uint32_t, int64_t>, uint64_t> first_named_difference_;  // (rank, iteration) -> order
-  bool named_differences_ready_ = false;
+  FirstOrders differences_;        // ops with an output that differs at all
+  FirstOrders named_differences_;  // ops reading a parameter or buffer whose row fails
   // Per rank: ((iteration, order), the largest output error up to that op), in execution order.
   std::map<uint32_t, std::vector<std::pair<std::pair<int64_t, uint64_t>, double>>> errors_by_rank_;
   bool errors_ready_ = false;
