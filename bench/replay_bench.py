@@ -7,7 +7,7 @@ replay's speed against the training step's own time, measured in the same run.
 Faults are CPU kernels overridden through torch.library inside the training process only (the replay
 process runs PyTorch's own; TRAIN's fault argument takes several, comma-separated; tests/python/test_replay.py
 trains with it too): a sigmoid 0.2% too large; a float32 tanh computed in bfloat16; a conv2d
-whose first output channel is 0.5% too large. Models: an MLP block (linear, layer_norm, gelu, tanh,
+whose first output channel is 0.5% too large (also under bfloat16 autocast). Models: an MLP block (linear, layer_norm, gelu, tanh,
 sigmoid, softmax) and a small CNN (conv2d, batch_norm, relu, max_pool2d, linear), each trained two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
 resnet18's forward (its Python API calls; a linear kernel 0.2% too large). Prints one line per scenario
@@ -109,11 +109,14 @@ SCENARIOS = {
     "mlp_tanh_bf16": ("mlp", "tanh_bf16", [], {"tanh"}),
     "cnn_conv_channel": ("cnn", "conv_channel", [], {"conv2d"}),
     "cnn_sigmoid_absent": ("cnn", "sigmoid", [], set()),  # a faulty kernel the model never calls
+    # under bfloat16 autocast the convolution runs in bfloat16, whose norm bounds are wider than the fault
+    "cnn_conv_channel_bf16": ("cnn", "conv_channel", ["--bf16"], {"conv2d"}),
     "mlp_fp32": ("mlp", "none", [], set()),
     "mlp_bf16_autocast": ("mlp", "none", ["--bf16"], set()),
     "mlp_dropout": ("mlp", "none", ["--dropout"], set()),
     "cnn_fp32": ("cnn", "none", [], set()),
     "cnn_dropout": ("cnn", "none", ["--dropout"], set()),
+    "cnn_bf16_autocast": ("cnn", "none", ["--bf16"], set()),
     # msprobe's tensor dump of resnet18's forward (tests/python/msprobe_workload.py): Python API calls
     "msprobe_linear_kernel": ("msprobe", "linear_kernel", [], {"linear"}),
     "msprobe_fp32": ("msprobe", "none", [], set()),

@@ -38,10 +38,14 @@ at::Tensor high_precision(const at::Tensor& t) {
   return at::isFloatingType(t.scalar_type()) ? t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true) : t.clone();
 }
 
-// One rounding of a float dtype (its unit roundoff).
-double unit_roundoff(at::ScalarType t) {
-  return t == at::kBFloat16 ? std::ldexp(1.0, -8) : t == at::kHalf ? std::ldexp(1.0, -11)
-         : t == at::kDouble ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+// Whether two runs' results are the same, bit for bit (undefined where both are).
+bool same_results(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].defined() != b[i].defined()) return false;
+    if (a[i].defined() && (a[i].scalar_type() != b[i].scalar_type() || !a[i].equal(b[i]))) return false;
+  }
+  return true;
 }
 
 // A float64 copy of an input moved by up to one rounding `u` (seeded: the same every run); other
@@ -148,7 +152,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
     inputs.push_back(std::move(t));
   }
-  std::vector<at::Tensor> as_ran, exact, perturbed;
+  std::vector<at::Tensor> as_ran, exact, perturbed, seen;
   std::string why;
   try {
     std::vector<at::Tensor> copies;
@@ -171,19 +175,38 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     // its kernel may round inside at the coarser dtype.)
     double coarsest_out = 0, finest_in = 1;
     for (const auto& t : as_ran)
-      if (t.defined() && at::isFloatingType(t.scalar_type())) coarsest_out = std::max(coarsest_out, unit_roundoff(t.scalar_type()));
+      if (t.defined() && at::isFloatingType(t.scalar_type())) coarsest_out = std::max(coarsest_out, rounding_step(t.scalar_type()));
     for (const auto& t : inputs)
-      if (t.defined() && at::isFloatingType(t.scalar_type())) finest_in = std::min(finest_in, unit_roundoff(t.scalar_type()));
+      if (t.defined() && at::isFloatingType(t.scalar_type())) finest_in = std::min(finest_in, rounding_step(t.scalar_type()));
     const bool widening = coarsest_out > 0 && coarsest_out < finest_in;
     for (const auto& t : inputs) {
       wide.push_back(high_precision(t));
-      moved.push_back(rounding_moved(high_precision(t), widening ? coarsest_out : unit_roundoff(t.defined() ? t.scalar_type() : at::kFloat)));
+      moved.push_back(rounding_moved(high_precision(t), widening ? coarsest_out : rounding_step(t.defined() ? t.scalar_type() : at::kFloat)));
     }
     stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
     exact = run_call(*handle, std::move(*stack));
     stack = build_stack(*handle, spec, moved, &why);
     if (stack) perturbed = run_call(*handle, std::move(*stack));
+    // Under a bfloat16 or float16 autocast a convolution's kernel sees its wider float inputs cast
+    // down: the float64 run on those is what a correct kernel rounds from (the weight's own rounding
+    // is no error of the kernel, yet it leans each output channel one way). Ops autocast casts give,
+    // on inputs cast beforehand, what they gave under it; ops it lets through (batch_norm with a
+    // bfloat16 input and float32 weights) do not, and keep `exact`.
+    if ((autocast == at::kBFloat16 || autocast == at::kHalf) && !as_ran.empty()) {
+      std::vector<at::Tensor> cast, cast_wide;
+      bool any = false;
+      for (const auto& t : inputs) {
+        const bool wider = t.defined() && at::isFloatingType(t.scalar_type()) &&
+                           rounding_step(t.scalar_type()) < rounding_step(autocast);
+        any |= wider;
+        cast.push_back(wider ? t.to(autocast) : (t.defined() ? t.clone() : t));
+        cast_wide.push_back(high_precision(cast.back()));
+      }
+      if (any && (stack = build_stack(*handle, spec, cast, &why)) && same_results(run_call(*handle, std::move(*stack)), as_ran) &&
+          (stack = build_stack(*handle, spec, cast_wide, &why)))
+        seen = run_call(*handle, std::move(*stack));
+    }
   } catch (const std::exception& e) {
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));
@@ -230,7 +253,8 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     }
     const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
     row.judgement = standard.judge(dumped, reference, dtype,
-                                    floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor());
+                                    floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
+                                    floating && slot < seen.size() ? seen[slot] : at::Tensor());
     rows.push_back(std::move(row));
   }
   return "";

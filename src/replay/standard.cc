@@ -73,8 +73,20 @@ std::pair<double, double> errors(const at::Tensor& x, const at::Tensor& r) {
 
 }  // namespace
 
+double rounding_step(at::ScalarType t) {
+  return t == at::kBFloat16 ? 0x1p-8 : t == at::kHalf ? 0x1p-11 : t == at::kDouble ? 0x1p-53 : 0x1p-24;
+}
+
+Systematic systematic_error(const at::Tensor& x, const at::Tensor& rounded, const at::Tensor& r) {
+  const at::Tensor er = (x - rounded) * r;
+  const double along = er.sum().item<double>(), spread = er.square().sum().item<double>();
+  const double size = r.square().sum().item<double>();
+  if (along == 0 || size == 0) return {};
+  return {along / size, along / std::sqrt(spread)};
+}
+
 Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
-                          const at::Tensor& perturbed) const {
+                          const at::Tensor& perturbed, const at::Tensor& seen) const {
   Judgement j;
   if (dumped.sizes() != reference.sizes()) {
     j.result = Result::Error;
@@ -138,6 +150,18 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
   else if (j.rel_l2 > b.rel_l2 || j.max_norm > b.max_norm) j.result = Result::Warning;
   if (j.result != Result::Pass)
     j.reason = fmt::format("rel_l2 {:.3g}, max_norm {:.3g} against the op replayed in float64", j.rel_l2, j.max_norm);
+  if (j.result != Result::Error && (dtype == at::kHalf || dtype == at::kBFloat16)) {
+    const bool from_seen = seen.defined() && seen.sizes() == reference.sizes();
+    const at::Tensor base = from_seen ? seen.to(at::kDouble).masked_select(finite) : rf;
+    const Systematic s = systematic_error(xf, base.to(dtype).to(at::kDouble), base);
+    if (std::abs(s.z) >= kSystematicZ && std::abs(s.bias) >= rounding_step(dtype) / kSystematicFloorDivisor) {
+      j.result = Result::Error;
+      j.reason = fmt::format("systematic: {:+.3g} of its size beyond rounding, one way (z = {:.0f}) against the op "
+                             "replayed in float64{} and rounded to {}; rel_l2 {:.3g}, max_norm {:.3g}",
+                             s.bias, s.z, from_seen ? " on its inputs as autocast cast them" : "",
+                             c10::toString(dtype), j.rel_l2, j.max_norm);
+    }
+  }
   return j;
 }
 

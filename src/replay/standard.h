@@ -41,9 +41,16 @@ class Standard {
   // output is rounding noise at its dtype and is skipped as ill-conditioned: the kernels' own
   // rounding while they accumulate moved such sums 25 to 100 times further than rounding their
   // inputs did, here (rel_l2 2 to 8 against 0.08).)
+  // `seen`: the op in float64 on its inputs as the kernel saw them, where that is not `reference`
+  // (an autocast cast wider inputs down); the lean of the errors is measured against it.
   Judgement judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
-                  const at::Tensor& perturbed = at::Tensor()) const;
+                  const at::Tensor& perturbed = at::Tensor(), const at::Tensor& seen = at::Tensor()) const;
   static constexpr double kConditioningFactor = 64;
+  // A float16 or bfloat16 output whose errors beyond the float64 run's own rounding lean one way is
+  // an error even within the bounds (see systematic_error): at least kSystematicZ standard errors
+  // and 1/kSystematicFloorDivisor of its unit roundoff (rounding_step) in size.
+  static constexpr double kSystematicZ = 10;
+  static constexpr double kSystematicFloorDivisor = 64;
   const Bounds& bounds(at::ScalarType dtype) const;
   double error_factor() const { return error_factor_; }
 
@@ -51,6 +58,22 @@ class Standard {
   std::map<at::ScalarType, Bounds> bounds_;
   double error_factor_ = 8;
 };
+
+// One rounding of a float dtype, its unit roundoff: the most rounding to nearest moves a value, relative to it
+// (bfloat16 2^-8, float16 2^-11, float32 2^-24, float64 2^-53).
+double rounding_step(at::ScalarType t);
+
+// How far `x` leans from the float64 run `r` beyond `rounded` (r rounded to x's dtype), along r:
+// bias = <x - rounded, r> / <r, r>, a relative scale error, and z = <x - rounded, r> / ||(x - rounded) * r||,
+// its size in standard errors were the errors without direction. Rounding to nearest has none: a correct
+// float16 or bfloat16 kernel that accumulates wider and rounds once lands on `rounded` or an ulp beside
+// it either way, |z| of a few at most. A kernel a fraction too large on part of its output (one
+// channel of a convolution 0.5% off) stays within the norm bounds, which must allow an ulp an
+// element, but leans one way over thousands of elements. Zero when x equals `rounded`.
+struct Systematic {
+  double bias = 0, z = 0;
+};
+Systematic systematic_error(const at::Tensor& x, const at::Tensor& rounded, const at::Tensor& r);
 
 // The dtype a float32 tensor from a dump really had: bfloat16 when its values are bfloat16 values
 // (compare's held_precision: the precision.h rule).

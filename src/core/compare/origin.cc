@@ -402,7 +402,7 @@ class OriginFinder {
     }
     const bool outside_model = std::count(op.op_name.begin(), op.op_name.end(), '/') < 2;
     if ((carried || in_error > 0) && statistics_only(op) &&
-        (op.backward() || outside_model || carried_state || parameters_differ_by(op))) {
+        (op.backward() || outside_model || carried_state || parameters_differ_by(op) || drawn_otherwise_before(op))) {
       grown_.insert(c);
       return false;
     }
@@ -575,6 +575,18 @@ class OriginFinder {
       return false;
     });
     return named_differences_.at_or_before(op);
+  }
+
+  // Whether a random op (dropout) ran before this one in its rank and iteration whose statistics moved
+  // beyond what its inputs' error explains: the two sides drew otherwise, and every activation after
+  // it differs by what it drew. Statistics keep their size through that (a layer norm's output keeps
+  // its norm while its values moved), so the next op's growth would be the draws', not its own.
+  bool drawn_otherwise_before(const Op& op) {
+    drawn_otherwise_.build(target_.ops, [&](const Op& o) {
+      if (!o.exec || !op_kinds::draws_random(o.op_type) || !statistics_only(o) || !o.output_failed(rows_)) return false;
+      return adds_error(static_cast<size_t>(&o - target_.ops.data()), input_error(o));
+    });
+    return drawn_otherwise_.before(op);
   }
 
   // Whether every input of the op was compared and is the same bit for bit on both sides.
@@ -969,6 +981,7 @@ class OriginFinder {
   bool full_types_ready_ = false;
   FirstOrders differences_;        // ops with an output that differs at all
   FirstOrders named_differences_;  // ops reading a parameter or buffer whose row fails
+  FirstOrders drawn_otherwise_;    // random ops whose statistics moved beyond their inputs' error
   // Per rank: ((iteration, order), the largest output error up to that op), in execution order.
   std::map<uint32_t, std::vector<std::pair<std::pair<int64_t, uint64_t>, double>>> errors_by_rank_;
   bool errors_ready_ = false;
