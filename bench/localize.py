@@ -171,11 +171,12 @@ SCENARIOS.update(cross_scenarios())
 def more_models_controls():
     """Fault-free pairs of two more models (depthwise convolutions and batch norm over few values per
     channel; PyTorch's own encoder with dropout, which 2.x draws otherwise than 1.13): every op differs a little.
-    (The encoder's statistics-only pair against 1.13 is not clean yet: a layer norm's output keeps its norm
-    whatever dropout's other draws did to it, so the linear after it seems to grow an error it carries.)"""
+    The encoder's statistics-only pair too: a layer norm's output keeps its norm whatever dropout's other
+    draws did to it, so the linear after it would seem to grow an error it carries."""
     out = {}
     for stack, model, saved in (("fp64", "mobilenet_v2", "tensor"), ("nomkldnn", "mobilenet_v2", "tensor"),
-                                ("torch2", "mobilenet_v2", "tensor"), ("torch2", "encoder", "tensor")):
+                                ("torch2", "mobilenet_v2", "tensor"), ("torch2", "encoder", "tensor"),
+                                ("torch2", "encoder", "statistic")):
         what, target_stack, target_runtime, reference_runtime = CROSS_STACKS[stack]
         stats = saved == "statistic"
         out[f"x_{stack}_{model}_control" + ("_stats" if stats else "")] = (

@@ -48,6 +48,69 @@ bool same_results(const std::vector<at::Tensor>& a, const std::vector<at::Tensor
   return true;
 }
 
+// A number rounded to a float dtype and back.
+double rounded_to(double v, at::ScalarType dtype) {
+  return dtype == at::kHalf ? static_cast<double>(static_cast<float>(c10::Half(static_cast<float>(v))))
+                            : static_cast<double>(static_cast<float>(c10::BFloat16(static_cast<float>(v))));
+}
+
+// The op in float64 on its inputs as a float16 or bfloat16 kernel saw them, where that is not the
+// dumped inputs themselves (undefined otherwise, or where no view below reproduces the run):
+// - under such an autocast, its wider float inputs cast down (a convolution's float32 weight: the
+//   weight's own rounding is no error of the kernel, yet it leans each output channel one way);
+// - its scalar arguments and wrapped numbers rounded to the output's dtype (PyTorch 2.x's float16
+//   add_ rounds alpha = 0.01 to 0.010002; 1.13's bfloat16 mul rounds 1.002 to 1).
+// A view counts only where the op at its dtypes gives, on inputs so prepared, what it gave as it ran
+// (batch_norm with a bfloat16 input and float32 weights is let through by autocast and does not).
+std::vector<at::Tensor> as_seen(const c10::OperatorHandle& handle, const nlohmann::json& spec,
+                                const std::vector<at::Tensor>& inputs, at::ScalarType autocast,
+                                const std::vector<at::Tensor>& as_ran) {
+  at::ScalarType low = at::ScalarType::Undefined;
+  for (const auto& t : as_ran)
+    if (t.defined() && (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16)) low = t.scalar_type();
+  if (low == at::ScalarType::Undefined) return {};
+  const bool casts = autocast == at::kBFloat16 || autocast == at::kHalf;
+  for (const auto [cast, round] : {std::pair{true, true}, {true, false}, {false, true}}) {
+    if (cast && !casts) continue;
+    bool changed = false;
+    std::vector<at::Tensor> prepared;
+    for (const auto& t : inputs) {
+      at::Tensor p = t.defined() ? t.clone() : t;
+      if (cast && p.defined() && at::isFloatingType(p.scalar_type()) && p.dim() > 0 &&
+          rounding_step(p.scalar_type()) < rounding_step(autocast)) {
+        p = p.to(autocast);
+        changed = true;
+      } else if (round && p.defined() && p.dim() == 0 && p.scalar_type() == at::kDouble) {
+        p = at::scalar_tensor(rounded_to(p.item<double>(), low), p.options());  // a wrapped Python number
+        changed = true;
+      }
+      prepared.push_back(std::move(p));
+    }
+    // The stack for these tensors, its scalars rounded too; nullopt where it cannot be built.
+    auto stack_of = [&](const std::vector<at::Tensor>& tensors) {
+      std::string why;
+      auto stack = build_stack(handle, spec, tensors, &why);
+      if (stack && round)
+        for (c10::IValue& v : *stack)
+          if (v.isDouble() && rounded_to(v.toDouble(), low) != v.toDouble()) {
+            v = c10::IValue(rounded_to(v.toDouble(), low));
+            changed = true;
+          }
+      return stack;
+    };
+    std::vector<at::Tensor> wide;  // before the run below: an in-place op writes `prepared`
+    for (const auto& t : prepared) wide.push_back(high_precision(t));
+    auto stack = stack_of(prepared);
+    if (!stack) return {};
+    if (!changed) continue;
+    if (!same_results(run_call(handle, std::move(*stack), cast ? at::ScalarType::Undefined : autocast), as_ran)) continue;
+    auto wide_stack = stack_of(wide);
+    if (!wide_stack) return {};
+    return run_call(handle, std::move(*wide_stack));
+  }
+  return {};
+}
+
 // A float64 copy of an input moved by up to one rounding `u` (seeded: the same every run); other
 // inputs as they are.
 at::Tensor rounding_moved(const at::Tensor& wide, double u) {
@@ -188,25 +251,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     exact = run_call(*handle, std::move(*stack));
     stack = build_stack(*handle, spec, moved, &why);
     if (stack) perturbed = run_call(*handle, std::move(*stack));
-    // Under a bfloat16 or float16 autocast a convolution's kernel sees its wider float inputs cast
-    // down: the float64 run on those is what a correct kernel rounds from (the weight's own rounding
-    // is no error of the kernel, yet it leans each output channel one way). Ops autocast casts give,
-    // on inputs cast beforehand, what they gave under it; ops it lets through (batch_norm with a
-    // bfloat16 input and float32 weights) do not, and keep `exact`.
-    if ((autocast == at::kBFloat16 || autocast == at::kHalf) && !as_ran.empty()) {
-      std::vector<at::Tensor> cast, cast_wide;
-      bool any = false;
-      for (const auto& t : inputs) {
-        const bool wider = t.defined() && at::isFloatingType(t.scalar_type()) &&
-                           rounding_step(t.scalar_type()) < rounding_step(autocast);
-        any |= wider;
-        cast.push_back(wider ? t.to(autocast) : (t.defined() ? t.clone() : t));
-        cast_wide.push_back(high_precision(cast.back()));
-      }
-      if (any && (stack = build_stack(*handle, spec, cast, &why)) && same_results(run_call(*handle, std::move(*stack)), as_ran) &&
-          (stack = build_stack(*handle, spec, cast_wide, &why)))
-        seen = run_call(*handle, std::move(*stack));
-    }
+    seen = as_seen(*handle, spec, inputs, autocast, as_ran);
   } catch (const std::exception& e) {
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));
@@ -254,7 +299,8 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
     row.judgement = standard.judge(dumped, reference, dtype,
                                     floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
-                                    floating && slot < seen.size() ? seen[slot] : at::Tensor());
+                                    floating && slot < seen.size() ? seen[slot] : at::Tensor(),
+                                    floating && ran ? as_ran[slot] : at::Tensor());
     rows.push_back(std::move(row));
   }
   return "";

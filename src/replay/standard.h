@@ -21,6 +21,7 @@ struct Judgement {
   std::string standard;  // what was applied ("bfloat16: rel_l2 <= 0.0156, max_norm <= 0.0625; error at 8x")
   std::string reason;    // why it is not a pass
   double rel_l2 = 0, max_norm = 0;
+  bool systematic = false;  // an error by the lean of its errors alone (within the norm bounds)
 };
 
 class Standard {
@@ -42,9 +43,14 @@ class Standard {
   // rounding while they accumulate moved such sums 25 to 100 times further than rounding their
   // inputs did, here (rel_l2 2 to 8 against 0.08).)
   // `seen`: the op in float64 on its inputs as the kernel saw them, where that is not `reference`
-  // (an autocast cast wider inputs down); the lean of the errors is measured against it.
+  // (an autocast cast wider inputs down); `ran`: the op as it ran, by this process's PyTorch. A
+  // float16 or bfloat16 output is also an error when its errors lean one way (systematic_error)
+  // both beyond `seen` rounded to its dtype and against `ran`, the same way: PyTorch's own kernel,
+  // which may round twice (1.13's float16 add_ rounds alpha * other first, and leans), does not
+  // make its own output an error, nor does a kernel that rounds once.
   Judgement judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
-                  const at::Tensor& perturbed = at::Tensor(), const at::Tensor& seen = at::Tensor()) const;
+                  const at::Tensor& perturbed = at::Tensor(), const at::Tensor& seen = at::Tensor(),
+                  const at::Tensor& ran = at::Tensor()) const;
   static constexpr double kConditioningFactor = 64;
   // A float16 or bfloat16 output whose errors beyond the float64 run's own rounding lean one way is
   // an error even within the bounds (see systematic_error): at least kSystematicZ standard errors
