@@ -215,7 +215,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
     inputs.push_back(std::move(t));
   }
-  std::vector<at::Tensor> as_ran, exact, perturbed, seen;
+  std::vector<at::Tensor> as_ran, exact, perturbed;
   std::string why;
   try {
     std::vector<at::Tensor> copies;
@@ -251,11 +251,12 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     exact = run_call(*handle, std::move(*stack));
     stack = build_stack(*handle, spec, moved, &why);
     if (stack) perturbed = run_call(*handle, std::move(*stack));
-    seen = as_seen(*handle, spec, inputs, autocast, as_ran);
   } catch (const std::exception& e) {
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));
   }
+  std::vector<at::Tensor> seen;
+  bool seen_ready = false;
   for (const auto& [slot, entry] : op.outputs) {
     ReplayRow row = base;
     row.tensor_index = "output." + std::to_string(slot);
@@ -297,6 +298,17 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
       continue;
     }
     const at::Tensor& reference = floating ? exact[slot] : as_ran[slot];
+    // The inputs as the kernel saw them matter only to the lean of an output that is not PyTorch's
+    // own (the lean against it is zero otherwise): worked out once per op, where one first differs.
+    if (!seen_ready && floating && ran && as_ran[slot].defined() && (dtype == at::kHalf || dtype == at::kBFloat16) &&
+        !dumped.to(at::kDouble).equal(as_ran[slot].to(at::kDouble))) {
+      seen_ready = true;
+      try {
+        seen = as_seen(*handle, spec, inputs, autocast, as_ran);
+      } catch (const std::exception&) {
+        seen.clear();  // the lean is then measured from the dumped inputs
+      }
+    }
     row.judgement = standard.judge(dumped, reference, dtype,
                                     floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
                                     floating && slot < seen.size() ? seen[slot] : at::Tensor(),
