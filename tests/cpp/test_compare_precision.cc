@@ -387,3 +387,30 @@ TEST(ComparePrecision, FromStatisticsNoGrowthIsJudgedAfterARandomOpDrewOtherwise
     if (!drew_otherwise) EXPECT_EQ(f.op.op_type, "linear") << f.cause;
   }
 }
+
+TEST(ComparePrecision, ThePrecisionSaidIsTheOneTheDifferingRowsHold) {
+  // A float64 pair's float32 side: every op's error grows from float32's rounding, 1.5x at each op,
+  // and one op's outputs cancelled to a few ulps on both sides (exact in bfloat16, as a batch norm's
+  // bias gradient is): the pair agrees to float32 precision, not bfloat16.
+  auto ops = [](bool target) {
+    std::vector<OpSpec> out;
+    std::vector<float> x = {1.01f, 2.02f, 3.03f};
+    double error = 1e-6;
+    for (uint64_t i = 0; i < 24; ++i, error *= 1.5) {
+      std::vector<float> y;
+      for (size_t k = 0; k < x.size(); ++k)
+        y.push_back(static_cast<float>((1.01 + k * 1.01) * std::pow(1.25, i + 1) * (target ? 1 + error * (k + 1) : 1)));
+      out.push_back({"mul", "Default/net-Net/m" + std::to_string(i) + "-Scale/mul-op0", {x}, {y}, {i + 1}, {i + 2}});
+      x = y;
+    }
+    const std::vector<float> residue = {target ? 0x1.02p-20f : 0x1p-20f, -0x1.8p-21f};  // within bfloat16's rounding
+    out.push_back({"sum", "Default/net-Net/s-Sum/sum-op0", {x}, {residue}, {25}, {26}});
+    return out;
+  };
+  test::TempDir dir;
+  test::write_dump(dir / "r", 0, 0, ops(false));
+  test::write_dump(dir / "t", 0, 0, ops(true));
+  const CompareResult r = test::compare_pair(dir);
+  EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
+  EXPECT_EQ(r.precision.rfind("outputs agree to float32 precision", 0), 0u) << r.precision;
+}

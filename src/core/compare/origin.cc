@@ -31,6 +31,8 @@ namespace opdump::detail {
 namespace {
 
 constexpr size_t kReaches = 5;
+// The precision said of a pair is the coarsest one held by at least 1 in this many differing rows.
+constexpr size_t kPrecisionShare = 20;
 
 // A row that fails beyond its precision (a failing row within it is the stacks' rounding).
 bool differs(const CompareRow& r) { return r.failed() && !r.within_precision; }
@@ -799,18 +801,23 @@ class OriginFinder {
     return differences_.before(op);
   }
 
-  // Without a divergence: what precision the two sides agree to.
+  // Without a divergence: what precision the two sides agree to. The coarsest precision that a
+  // share of the differing rows hold, not the coarsest of any: a float32 tensor that cancelled to
+  // a few ulps (a batch norm's bias gradient) fits in bfloat16 and would name it for a float64 pair.
   void describe_precision() {
     size_t failing = 0;
-    DType coarsest = DType::Float64;
+    std::map<DType, size_t> held;
     double largest = 0;
     for (const CompareRow& r : rows_) {
       if (!r.failed() || !r.compared) continue;
       ++failing;
-      coarsest = coarser_dtype(coarsest, row_precision(r));
+      ++held[row_precision(r)];
       largest = std::max(largest, row_error(r));
     }
     if (failing == 0 || (result_.within_precision == 0 && grown_.empty())) return;
+    DType coarsest = DType::Float64;
+    for (const auto& [dtype, rows] : held)
+      if (rows * kPrecisionShare >= failing) coarsest = coarser_dtype(coarsest, dtype);
     result_.precision = "outputs agree to " + std::string(dtype_name(coarsest)) + " precision: no op adds error beyond what " +
                         "its dtypes' rounding and its inputs' error explain (" + std::to_string(failing) +
                         " rows differ, " + std::to_string(result_.within_precision) +
