@@ -188,6 +188,34 @@ def more_models_controls():
 
 
 SCENARIOS.update(more_models_controls())
+MBV2 = "Default/net-MobileNetV2/features-Sequential"
+ENCODER_LAYER = "Default/net-Sequential/1-TransformerEncoder/layers-ModuleList/1-TransformerEncoderLayer"
+
+
+def bf16_torch2_scenarios():
+    """bf16 autocast on PyTorch 2.x, whose CPU kernels take the two models 1.13's refuse under it (hardtanh's
+    backward, LayerNorm on mixed dtypes). Both sides on 2.x. mobilenet_v2's activations grow beyond 256 by the
+    second step, where bfloat16 holds only integers; an encoder's LayerNorm eps is seen from statistics alone."""
+    out = {}
+    for model, fault, what, op, saved in (
+            ("mobilenet_v2", "bn_weight", "a BatchNorm weight of features[7] x1.03",
+             rf"{MBV2}/7-InvertedResidual/conv-Sequential/0-Conv2dNormActivation/1-BatchNorm2d/batch_norm-op0", "tensor"),
+            ("encoder", "norm1_eps", "LayerNorm eps 0.1 instead of 1e-5 in layer 1",
+             rf"{ENCODER_LAYER}/norm1-LayerNorm/layer_norm-op0", "statistic")):
+        options = {"model": model, "stack": {"reference": "fp32", "target": "bf16"}, "steps": 2,
+                   "runtime": {"reference": "torch2", "target": "torch2"}}
+        stats = saved == "statistic"
+        config = lambda p, s=saved: ms_config(p, saved_data=s)
+        suffix = "_stats" if stats else ""
+        how = "forward under bf16 autocast on PyTorch 2.x" + (", statistics only" if stats else "")
+        out[f"x_bf16t2_{model}_{fault}{suffix}"] = (f"{model}, {how}: {what}", config, dict(options, fault=fault),
+                                                   dict(kind="output", op=op, iteration=0))
+        out[f"x_bf16t2_{model}_control{suffix}"] = (f"control: {model}, {how}", config, dict(options, fault="none"),
+                                                   None)
+    return out
+
+
+SCENARIOS.update(bf16_torch2_scenarios())
 HOST_TORCH2 = None  # set by main()
 
 

@@ -180,6 +180,11 @@ def plant(fault, model):
             model.layer2[0].conv1.weight[3].mul_(1.05)
     elif fault == "bn_eps":  # BatchNorm eps 1e-5 -> 0.1 in layer1[1].bn1
         model.layer1[1].bn1.eps = 0.1
+    elif fault == "bn_weight":  # mobilenet_v2: the BatchNorm weight of features[7]'s expansion x1.03
+        with torch.no_grad():
+            model.features[7].conv[0][1].weight.mul_(1.03)
+    elif fault == "norm1_eps":  # nn.TransformerEncoder: norm1's eps 0.1 instead of 1e-5 in layer 1
+        model[1].layers[1].norm1.eps = 0.1
     elif fault != "none":
         raise SystemExit(f"unknown fault {fault}")
 

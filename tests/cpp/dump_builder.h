@@ -26,6 +26,7 @@ struct OpSpec {
 struct DumpSpec {
   bool tensors = true;      // npy files
   bool statistics = false;  // statistic.csv
+  DType statistics_dtype = DType::Float32;  // the dtype its rows name (a bfloat16 run's: BFloat16)
   bool inputs = true;       // dump inputs too (outputs always)
   bool execution_order = true;
 };
@@ -62,6 +63,7 @@ inline std::string write_dump(const std::string& root, uint32_t rank, int64_t it
         if (spec.statistics) {
           StatisticRow row = statistic_row(id, io, slot, v);
           row.stats = compute_stats(v);
+          row.dtype = spec.statistics_dtype;
           stats += statistic_csv_row(row, cats);
         }
       }

@@ -38,6 +38,11 @@ TEST(ComparePrecision, HeldPrecisionTellsBfloat16ValuesWidenedToFloat32) {
   EXPECT_EQ(held(bf16), DType::BFloat16);
   EXPECT_EQ(held(fp32), DType::Float32);
   EXPECT_EQ(held(integers), DType::Float32);  // exact in every dtype: says nothing
+  // Activations that grew beyond 256 in bfloat16 (a mobilenet_v2 step that diverged) are integers,
+  // multiples of 2, 4, ...: bfloat16. A constant, or integers float32 holds (257), say otherwise.
+  EXPECT_EQ(held({-3, 258, 1024, 0.0f, 4352}), DType::BFloat16);
+  EXPECT_EQ(held({1024, 1024}), DType::Float32);
+  EXPECT_EQ(held({258, 257, 1024}), DType::Float32);
   EXPECT_EQ(detail::coarser_dtype(DType::Float32, DType::BFloat16), DType::BFloat16);
   EXPECT_EQ(detail::coarser_dtype(DType::Float16, DType::BFloat16), DType::BFloat16);
   EXPECT_EQ(detail::coarser_dtype(DType::Int64, DType::Float64), DType::Float64);
@@ -385,6 +390,30 @@ TEST(ComparePrecision, FromStatisticsNoGrowthIsJudgedAfterARandomOpDrewOtherwise
     const auto& f = test::compare_pair(dir).first_divergence;
     EXPECT_EQ(f.found, !drew_otherwise) << f.op.op_name << ": " << f.cause;
     if (!drew_otherwise) EXPECT_EQ(f.op.op_type, "linear") << f.cause;
+  }
+}
+
+// Statistics of a bfloat16 run against float32: an input's norm may hide up to its floor of error, so
+// growth is judged against that floor; but a layer norm's output keeps its size whatever its input
+// hides, so its own change (an eps of 0.1 instead of 1e-5: the norm 4% smaller) is named.
+TEST(ComparePrecision, FromStatisticsANormalizingOpIsJudgedByItsInputsMeasuredError) {
+  for (const char* type : {"layer_norm", "relu"}) {
+    test::TempDir dir;
+    for (const char* side : {"r", "t"}) {
+      const bool target = side[0] == 't';
+      test::DumpSpec spec = statistics_dump();
+      if (target) spec.statistics_dtype = DType::BFloat16;
+      const std::vector<float> normed = target ? scaled_ramp(256, -0.042) : ramp(256, 0);
+      test::write_dump(dir / side, 0, 0,
+                       {{"linear", "Default/net-Net/fc1-Linear/linear-op0", {ramp(256, 0)}, {ramp(256, 3 * target)}, {1}, {2}},
+                        {type, std::string("Default/net-Net/n-Norm/") + type + "-op0", {ramp(256, 3 * target)}, {normed}, {2}, {3}},
+                        {"linear", "Default/net-Net/fc2-Linear/linear-op0", {normed}, {normed}, {3}, {4}}},
+                       spec);
+    }
+    const auto& f = test::compare_pair(dir).first_divergence;
+    const bool normalizes = std::string(type) == "layer_norm";
+    EXPECT_EQ(f.found, normalizes) << type << ": " << f.op.op_name << ": " << f.cause;  // relu: within 12x the floor
+    if (normalizes) EXPECT_EQ(f.op.op_type, "layer_norm") << f.cause;
   }
 }
 

@@ -7,6 +7,11 @@
 
 namespace opdump::detail {
 
+namespace {
+// bfloat16 holds every integer up to this one exactly; beyond it only some.
+constexpr float kBfloat16ExactIntegers = 256;
+}  // namespace
+
 double dtype_epsilon(DType t) {
   switch (t) {
     case DType::BFloat16: return 0x1p-7;
@@ -27,7 +32,8 @@ DType held_precision(const TensorView& v) {
   if (n == 0) return v.dtype;
   const uint64_t samples = std::min<uint64_t>(n, 256);
   const auto* p = static_cast<const unsigned char*>(v.data);
-  bool fractional = false;
+  bool fractional = false, large_values = false;
+  float large = 0;  // the first value beyond bfloat16's exact integers
   for (uint64_t i = 0; i < samples; ++i) {
     const uint64_t at = samples == n ? i : i * (n - 1) / (samples - 1);
     uint32_t bits;
@@ -35,9 +41,16 @@ DType held_precision(const TensorView& v) {
     if (bits & 0xFFFFu) return DType::Float32;
     float f;
     std::memcpy(&f, &bits, 4);
-    fractional |= std::isfinite(f) && f != std::trunc(f);
+    if (!std::isfinite(f)) continue;
+    fractional |= f != std::trunc(f);
+    // bfloat16 holds every value from 256 up as an integer: activations that grew that large in
+    // bfloat16 are all integers, and float32 values as large are not all multiples of 2^(e-7).
+    if (std::fabs(f) > kBfloat16ExactIntegers) {
+      if (large == 0) large = f;
+      else large_values |= f != large;
+    }
   }
-  return fractional ? DType::BFloat16 : DType::Float32;
+  return fractional || large_values ? DType::BFloat16 : DType::Float32;
 }
 
 double row_error(const CompareRow& r) {

@@ -23,7 +23,8 @@ DType coarser_dtype(DType a, DType b);
 
 // The precision a tensor's values hold: its dtype, except float32 values that all fit in
 // bfloat16 (a dump that widened bfloat16 to float32, as npy files do): bfloat16. Decided on up
-// to 256 values spread over the tensor; values that are all integers say nothing (float32).
+// to 256 values spread over the tensor; values that are all integers say nothing (float32), unless
+// some beyond 256 differ (in bfloat16 every value from there up is an integer).
 DType held_precision(const TensorView& v);
 
 // A compared row's relative error: the relative euclidean distance of tensors; of statistics, the

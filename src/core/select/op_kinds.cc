@@ -41,6 +41,14 @@ bool draws_random(std::string_view op_type) {
   return ops.count(op_type) > 0;
 }
 
+bool normalizes(std::string_view op_type) {
+  static const std::unordered_set<std::string_view> ops = {
+      "layer_norm",          "native_layer_norm", "batch_norm", "native_batch_norm", "_native_batch_norm_legit",
+      "_batch_norm_impl_index", "group_norm",     "native_group_norm", "instance_norm", "rms_norm",
+      "_fused_rms_norm"};
+  return ops.count(op_type) > 0;
+}
+
 int copied_input(std::string_view op_type) {
   static const std::unordered_map<std::string_view, int> ops = {
       {"to", 0},      {"_to_copy", 0}, {"contiguous", 0}, {"clone", 0},          {"reshape", 0},
