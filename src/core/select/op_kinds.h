@@ -20,8 +20,8 @@ OPDUMP_ADAPTER_API int copied_input(std::string_view op_type);
 // Its result is drawn from the random number generator (dropout, bernoulli, the rand* family): no re-run
 // draws the same numbers, and two PyTorch versions draw differently from one seed.
 OPDUMP_ADAPTER_API bool draws_random(std::string_view op_type);
-// It normalizes its input (layer, batch, group, instance and RMS norms): its output's size is set by
-// the normalization and its affine parameters, whatever error its input carries.
+// It normalizes its input by the input's own statistics (layer, group, instance and RMS norms): its
+// output's size is set by the normalization and its affine parameters, whatever error its input carries.
 bool normalizes(std::string_view op_type);
 // Ops the overflow scene ignores unless the config names its own list: their outputs are memory
 // nothing wrote yet, whose bit patterns may read as NaN/Inf.
