@@ -98,11 +98,11 @@ std::vector<at::Tensor> as_seen(const c10::OperatorHandle& handle, const nlohman
           }
       return stack;
     };
-    std::vector<at::Tensor> wide;  // before the run below: an in-place op writes `prepared`
-    for (const auto& t : prepared) wide.push_back(high_precision(t));
     auto stack = stack_of(prepared);
     if (!stack) return {};
     if (!changed) continue;
+    std::vector<at::Tensor> wide;  // before the run below: an in-place op writes `prepared`
+    for (const auto& t : prepared) wide.push_back(high_precision(t));
     if (!same_results(run_call(handle, std::move(*stack), cast ? at::ScalarType::Undefined : autocast), as_ran)) continue;
     auto wide_stack = stack_of(wide);
     if (!wide_stack) return {};
