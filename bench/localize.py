@@ -216,6 +216,29 @@ def bf16_torch2_scenarios():
 
 
 SCENARIOS.update(bf16_torch2_scenarios())
+
+
+def one_side_scenarios():
+    """Ops one side runs and the other does not, across stacks: removed from the model, inserted into it, or
+    added to backward by a gradient hook. Stacks run ops of their own that pass values on (casts, gradients
+    accumulated instead of stolen), so such an op is named only where it changes what it passes on."""
+    out = {}
+    for stack, fault, what, expected in (
+            ("fp64", "bn_removed", "layer3[1].bn2 replaced by Identity (an op only the reference runs)",
+             dict(kind="missing_op", op=rf"{R18}/layer3-Sequential/1-BasicBlock/bn2-BatchNorm2d/batch_norm-op0",
+                  iteration=0)),
+            ("bf16", "block_scaled", "an op inserted after layer2[0] (its output x1.01)",
+             dict(kind="extra_op", op=rf"{R18}/layer2-Sequential/0-BasicBlock/mul-op0", iteration=0)),
+            ("torch2", "grad_scaled", "a gradient hook scales layer2[0].conv1's output gradient x1.02 (backward only)",
+             dict(kind="extra_op", op=r"Gradients/Default/mul-op0", iteration=0))):
+        how, target_stack, target_runtime, reference_runtime = CROSS_STACKS[stack]
+        options = {"model": "resnet18", "stack": {"reference": "fp32", "target": target_stack}, "steps": 2,
+                   "runtime": {"reference": reference_runtime, "target": target_runtime}, "fault": fault}
+        out[f"x_{stack}_resnet18_{fault}"] = (f"resnet18, {how}: {what}", ms_config, options, expected)
+    return out
+
+
+SCENARIOS.update(one_side_scenarios())
 HOST_TORCH2 = None  # set by main()
 
 

@@ -185,6 +185,13 @@ def plant(fault, model):
             model.features[7].conv[0][1].weight.mul_(1.03)
     elif fault == "norm1_eps":  # nn.TransformerEncoder: norm1's eps 0.1 instead of 1e-5 in layer 1
         model[1].layers[1].norm1.eps = 0.1
+    elif fault == "bn_removed":  # resnet18: layer3[1].bn2 replaced by Identity (an op only the reference runs)
+        model.layer3[1].bn2 = nn.Identity()
+    elif fault == "block_scaled":  # resnet18: an op inserted after layer2[0] (its output x1.01)
+        scale_output(model.layer2[0], 1.01)
+    elif fault == "grad_scaled":  # resnet18: the gradient of layer2[0].conv1's output x1.02 (backward only)
+        original = model.layer2[0].conv1.forward
+        model.layer2[0].conv1.forward = lambda x: _scaled_grad(original(x), 1.02)
     elif fault != "none":
         raise SystemExit(f"unknown fault {fault}")
 

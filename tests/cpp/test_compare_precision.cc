@@ -160,6 +160,35 @@ TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsBlamedOnlyWhenItsReaderAddsEr
   }
 }
 
+// Amid bfloat16 rounding, an op only one side ran that changes the values it passes on (a scale of
+// 3% inserted into the model or removed from it) is named, though its reader's error is no more than
+// its inputs' grows into; one that passes them on (a cast) is not. Each side's own tensors tell.
+TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsNamedWhenItChangesTheValuesItPassesOn) {
+  const std::vector<float> scaled_bf16 = {1.0390625f, 2.078125f, 3.125f};  // kBf16Conv x 1.03, in bfloat16
+  const std::vector<float> scaled_ref = {1.01f * 1.03f, 2.02f * 1.03f, 3.03f * 1.03f};
+  for (const bool in_target : {true, false})
+    for (const bool changes : {false, true}) {
+      test::TempDir dir;
+      auto ref = chain(kRefConv, kRefConv, in_target || !changes ? 12.3f : 12.3f * 1.03f);
+      // linear 2% off without a change (beyond bf16 rounding, within what its inputs carry)
+      auto tgt = chain(kBf16Conv, kBf16Conv, !changes ? 12.5625f : in_target ? 12.6875f : 12.3125f);
+      auto& side = in_target ? tgt : ref;
+      const std::vector<float>& relu = in_target ? kBf16Conv : kRefConv;
+      const std::vector<float> out = changes ? (in_target ? scaled_bf16 : scaled_ref) : relu;
+      side.insert(side.begin() + 2, OpSpec{changes ? "mul" : "to", "Default/net-Net/one_side-op0", {relu, {1.03f}},
+                                           {out}, {3, 8}, {5}, {1}});
+      side[3].inputs = {out};
+      side[3].input_ids = {5};
+      test::write_dump(dir / "r", 0, 0, ref);
+      test::write_dump(dir / "t", 0, 0, tgt);
+      const auto& f = test::compare_pair(dir).first_divergence;
+      EXPECT_EQ(f.found, changes) << in_target << " " << f.cause;
+      if (!changes) continue;
+      EXPECT_EQ(f.kind, in_target ? FirstDivergence::Kind::ExtraOp : FirstDivergence::Kind::MissingOp);
+      EXPECT_EQ(f.op.op_name, "Default/net-Net/one_side-op0");
+    }
+}
+
 // Amid bfloat16 rounding, the forward op reading a constant no op produced (a Python number the target
 // changed by 1%: an attention scale) is the origin; the same constant read by a backward op may carry
 // what autograd saved, and is not blamed alone.

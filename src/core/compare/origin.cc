@@ -16,11 +16,13 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <vector>
 
+#include "compare/metrics.h"
 #include "compare/op_arguments.h"
 #include "compare/precision.h"
 #include "compare/source_lines.h"
@@ -47,6 +49,39 @@ std::string slot_list(const std::vector<uint32_t>& slots) {
   std::string s;
   for (size_t i = 0; i < slots.size(); ++i) s += (i ? (i + 1 == slots.size() ? " and " : ", ") : "") + std::to_string(slots[i]);
   return s;
+}
+
+// How far tensor `a` lies from tensor `b` of the same side (the relative euclidean distance; from
+// statistics, the norms' relative difference), with what rounding one to the other's precision
+// explains: a cast moves each value by half an epsilon of the coarser dtype at most, and the norm
+// and that distance by no more; nullopt where they cannot be told apart so (other shapes, exact
+// dtypes, no data).
+struct Distance {
+  double value = 0, floor = 0;
+};
+std::optional<Distance> distance_between(const DumpEntry& a, const DumpEntry& b) {
+  if (!a.shape_known || !b.shape_known || a.shape != b.shape || !a.unreadable.empty() || !b.unreadable.empty() ||
+      !a.placeholder.empty() || !b.placeholder.empty() || dtype_epsilon(a.dtype) == 0 || dtype_epsilon(b.dtype) == 0)
+    return std::nullopt;
+  if (a.source == DumpEntry::Source::Statistics || b.source == DumpEntry::Source::Statistics) {
+    if (!a.stats || !b.stats || !a.stats->l2norm || !b.stats->l2norm || !(*b.stats->l2norm > 0)) return std::nullopt;
+    return Distance{std::fabs(*a.stats->l2norm - *b.stats->l2norm) / *b.stats->l2norm,
+                    0.5 * dtype_epsilon(coarser_dtype(a.dtype, b.dtype))};
+  }
+  try {
+    const Tensor x = load_entry(a), y = load_entry(b);
+    if (x.numel() == 0) return std::nullopt;
+    bool mismatch = false;
+    MetricsOptions options;
+    options.threads = 1;
+    const TensorMetrics m = compute_metrics(x.view(), y.view(), options, &mismatch);
+    if (mismatch) return Distance{std::numeric_limits<double>::infinity(), 0};
+    if (std::isnan(m.rel_euclidean)) return std::nullopt;
+    return Distance{m.rel_euclidean,
+                    0.5 * dtype_epsilon(coarser_dtype(held_precision(x.view()), held_precision(y.view())))};
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 // One op execution of one side, with its rows and its place in the execution order.
@@ -315,10 +350,11 @@ class OriginFinder {
           const Op& producer = target_.ops[static_cast<size_t>(p)];
           if (!producer.matched) {
             // Amid differences already there (another stack), an op one side runs and the other does
-            // not (a gradient accumulated by add instead of stolen) is blamed only when this op's
-            // error is more than what its inputs carry.
+            // not (a gradient accumulated by add instead of stolen) is blamed only when it changes
+            // the values it passes on, or when this op's error is more than what its inputs carry.
             one_side = {FirstDivergence::Kind::ExtraOp, target_.earliest_unmatched(static_cast<size_t>(p))};
-            if (!after_differences(op)) return origin_one_side(one_side->first, one_side->second, c);
+            if (!after_differences(op) || one_side_changes_values(c, s, static_cast<size_t>(p), true))
+              return origin_one_side(one_side->first, one_side->second, c);
             carried = true;
             continue;
           }
@@ -363,7 +399,8 @@ class OriginFinder {
             const int64_t p = reference_.producer(twin, s);
             if (p >= 0 && !reference_.ops[static_cast<size_t>(p)].matched) {
               one_side = {FirstDivergence::Kind::MissingOp, reference_.earliest_unmatched(static_cast<size_t>(p))};
-              if (!after_differences(op)) return origin_one_side(one_side->first, one_side->second, c);
+              if (!after_differences(op) || one_side_changes_values(c, s, static_cast<size_t>(p), false))
+                return origin_one_side(one_side->first, one_side->second, c);
               carried = true;
               break;
             }
@@ -794,6 +831,138 @@ class OriginFinder {
     const auto& errors = it->second;
     const auto at = std::lower_bound(errors.begin(), errors.end(), std::make_pair(std::make_pair(op.iteration, op.order), -1.0));
     return at == errors.begin() ? 0 : std::prev(at)->second;
+  }
+
+  // Whether an op only one side ran (`side.ops[i]`) gives as its output tensor `id` the values of one
+  // of its inputs of that shape, within their rounding (a cast, a copy, a gradient accumulated into
+  // zeros), and so do the ops only that side ran before it on that input's path. Each side's own
+  // tensors decide, so what the stacks' rounding did before does not hide a change.
+  enum class Passes { Yes, No, Unknown };
+  Passes passes_values_on(const Side& side, size_t i, uint64_t id, std::set<size_t>& seen) const {
+    const Op& op = side.ops[i];
+    if (!op.exec || !seen.insert(i).second) return Passes::Unknown;
+    const int64_t out = side.output_row(op, id);
+    if (out < 0) return Passes::Unknown;
+    const bool target = &side == &target_;
+    const auto entry = [&](size_t r) { return target ? rows_[r].target : rows_[r].reference; };
+    const DumpEntry* result = entry(static_cast<size_t>(out));
+    if (!result) return Passes::Unknown;
+    bool told = false;
+    for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
+      auto in = op.input_rows.find(static_cast<uint32_t>(s));
+      if (in == op.input_rows.end() || !entry(in->second)) continue;
+      const std::optional<Distance> d = distance_between(*result, *entry(in->second));
+      if (!d) continue;
+      told = true;
+      if (d->value > d->floor) continue;
+      const int64_t p = side.producer(op, s);
+      if (p >= 0 && !side.ops[static_cast<size_t>(p)].matched)
+        return passes_values_on(side, static_cast<size_t>(p), op.exec->inputs[s], seen);
+      return Passes::Yes;
+    }
+    return told ? Passes::No : Passes::Unknown;
+  }
+
+  // The matched ops whose outputs the ops only `side` ran read, from `unmatched` back along such ops,
+  // and the largest relative error of those outputs; nullopt where one is unknown (an op the dump
+  // left out, an output not compared). Parameters and data as the step began count as agreeing.
+  struct Upstream {
+    std::set<size_t> ops;
+    double error = 0;
+    bool draws = false;  // one of the ops draws random numbers
+  };
+  std::optional<Upstream> upstream_of(const Side& side, size_t unmatched) const {
+    Upstream up;
+    std::vector<size_t> todo{unmatched};
+    std::set<size_t> seen;
+    while (!todo.empty()) {
+      const size_t i = todo.back();
+      todo.pop_back();
+      if (!seen.insert(i).second) continue;
+      const Op& op = side.ops[i];
+      if (!op.exec) return std::nullopt;
+      up.draws |= op_kinds::draws_random(op.op_type);
+      for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
+        const int64_t p = side.producer(op, s);
+        if (p == -2) return std::nullopt;
+        if (p < 0) continue;
+        const Op& producer = side.ops[static_cast<size_t>(p)];
+        if (!producer.matched) {
+          todo.push_back(static_cast<size_t>(p));
+          continue;
+        }
+        const int64_t row = side.output_row(producer, op.exec->inputs[s]);
+        if (row < 0 || !rows_[static_cast<size_t>(row)].compared) return std::nullopt;
+        up.ops.insert(static_cast<size_t>(p));
+        up.error = std::max(up.error, row_error(rows_[static_cast<size_t>(row)]));
+      }
+    }
+    return up;
+  }
+
+  // Whether the ops only one side ran that give the target's op `c` its input `slot` (`extra`: the
+  // target ran them, from `unmatched`; else the reference did, for c's twin) change the values they
+  // pass on, amid differences already there. A cast to another dtype, or a gradient accumulated where
+  // the other side steals it, passes its values on; an op removed from the model or inserted into it
+  // does not.
+  // - Inserted or removed: the other side's input comes straight from the twin of a matched op those
+  //   ops read. That side's own tensors decide where they show it (passes_values_on); else the error:
+  //   the input's is beyond what the errors of the matched outputs those ops read grow into
+  //   (kErrorGrowth times), plus its own rounding.
+  // - Substituted: the other side too got the input from ops only it ran (PyTorch 2.x's
+  //   scaled_dot_product_attention for 1.13's matmuls and softmax, a gradient summed in place under
+  //   another name): both compute it, and only the error can say whether they agree.
+  // - Otherwise (the graphs differ around it more than that: ops renumbered where the sides run
+  //   different ops) nothing is said here (false), and the op's own error is judged.
+  bool one_side_changes_values(size_t c, size_t slot, size_t unmatched, bool extra) const {
+    const Op& op = target_.ops[c];
+    if (op.partner < 0) return false;
+    const Op& twin = reference_.ops[static_cast<size_t>(op.partner)];
+    const Side& side = extra ? target_ : reference_;
+    const Op& consumer = extra ? op : twin;
+    const int64_t other = extra ? reference_.producer(twin, slot) : target_.producer(op, slot);
+    if (other < 0) return false;
+    const std::optional<Upstream> up = upstream_of(side, unmatched);
+    if (!up) return false;
+    const Side& other_side = extra ? reference_ : target_;
+    double upstream = up->error;
+    if (!other_side.ops[static_cast<size_t>(other)].matched) {  // substituted
+      const std::optional<Upstream> other_up = upstream_of(other_side, static_cast<size_t>(other));
+      // Ops that draw random numbers (dropout) on either side: two versions draw otherwise.
+      if (!other_up || up->draws || other_up->draws) return false;
+      upstream = std::max(upstream, other_up->error);
+    } else {
+      if (!inserted_between(op, twin, slot, *up, extra, other)) return false;
+      std::set<size_t> passed;
+      switch (passes_values_on(side, unmatched, consumer.exec->inputs[slot], passed)) {
+        case Passes::Yes: return false;
+        case Passes::No: return true;
+        case Passes::Unknown: break;
+      }
+    }
+    auto in = consumer.input_rows.find(static_cast<uint32_t>(slot));
+    if (in == consumer.input_rows.end() || !rows_[in->second].compared) return false;
+    const CompareRow& row = rows_[in->second];
+    return row_error(row) > kErrorGrowth * upstream + precision_floor(row);
+  }
+
+  // Whether the ops only one side ran sit between matched ops and nothing else differs around them:
+  // the other side's input `slot` of the twin comes straight from the twin of a matched op they read
+  // (`up`; `other` is that producer), and every other input of op and twin comes from twin producers.
+  // Where names are renumbered (a side running an extra `add_` shifts every later `add_-opN`), a
+  // consumer's twin by name is another op, whose inputs do not pair so.
+  bool inserted_between(const Op& op, const Op& twin, size_t slot, const Upstream& up, bool extra, int64_t other) const {
+    const bool straight = std::any_of(up.ops.begin(), up.ops.end(), [&](size_t u) {
+      return extra ? target_.ops[u].partner == other
+                   : target_.ops[static_cast<size_t>(other)].partner == static_cast<int64_t>(u);
+    });
+    if (!straight || op.exec->inputs.size() != twin.exec->inputs.size()) return false;
+    for (size_t t = 0; t < op.exec->inputs.size(); ++t) {
+      if (t == slot) continue;
+      const int64_t a = target_.producer(op, t), b = reference_.producer(twin, t);
+      if ((a >= 0) != (b >= 0) || (a >= 0 && target_.ops[static_cast<size_t>(a)].partner != b)) return false;
+    }
+    return true;
   }
 
   // Whether an earlier op of the op's rank and iteration has an output that differs at all.
