@@ -166,9 +166,15 @@ TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsBlamedOnlyWhenItsReaderAddsEr
 TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsNamedWhenItChangesTheValuesItPassesOn) {
   const std::vector<float> scaled_bf16 = {1.0390625f, 2.078125f, 3.125f};  // kBf16Conv x 1.03, in bfloat16
   const std::vector<float> scaled_ref = {1.01f * 1.03f, 2.02f * 1.03f, 3.03f * 1.03f};
+  for (const bool statistics : {false, true})
   for (const bool in_target : {true, false})
     for (const bool changes : {false, true}) {
       test::TempDir dir;
+      test::DumpSpec spec, target_spec;
+      spec.tensors = !statistics;  // from statistics, the norms of the op's input and output tell
+      spec.statistics = statistics;
+      target_spec = spec;
+      target_spec.statistics_dtype = DType::BFloat16;
       auto ref = chain(kRefConv, kRefConv, in_target || !changes ? 12.3f : 12.3f * 1.03f);
       // linear 2% off without a change (beyond bf16 rounding, within what its inputs carry)
       auto tgt = chain(kBf16Conv, kBf16Conv, !changes ? 12.5625f : in_target ? 12.6875f : 12.3125f);
@@ -179,10 +185,10 @@ TEST(ComparePrecision, AnOpOneSideRanAmidRoundingIsNamedWhenItChangesTheValuesIt
                                            {out}, {3, 8}, {5}, {1}});
       side[3].inputs = {out};
       side[3].input_ids = {5};
-      test::write_dump(dir / "r", 0, 0, ref);
-      test::write_dump(dir / "t", 0, 0, tgt);
+      test::write_dump(dir / "r", 0, 0, ref, spec);
+      test::write_dump(dir / "t", 0, 0, tgt, target_spec);
       const auto& f = test::compare_pair(dir).first_divergence;
-      EXPECT_EQ(f.found, changes) << in_target << " " << f.cause;
+      EXPECT_EQ(f.found, changes) << "statistics " << statistics << ", in the target " << in_target << ": " << f.cause;
       if (!changes) continue;
       EXPECT_EQ(f.kind, in_target ? FirstDivergence::Kind::ExtraOp : FirstDivergence::Kind::MissingOp);
       EXPECT_EQ(f.op.op_name, "Default/net-Net/one_side-op0");
