@@ -6,9 +6,10 @@ replay's speed against the training step's own time, measured in the same run.
 
 Faults are CPU kernels overridden through torch.library inside the training process only (the replay
 process runs PyTorch's own; TRAIN's fault argument takes several, comma-separated; tests/python/test_replay.py
-trains with it too): a sigmoid 0.2% too large; a float32 tanh computed in bfloat16; a conv2d
+trains with it too): a sigmoid 0.2% too large, and an in-place one; a float32 tanh computed in bfloat16; a conv2d
 whose first output channel is 0.5% too large (also under bfloat16 autocast). Models: an MLP block (linear, layer_norm, gelu, tanh,
-sigmoid, softmax) and a small CNN (conv2d, batch_norm, relu, max_pool2d, linear), each trained two steps,
+sigmoid, softmax), a small CNN (conv2d, batch_norm, relu, max_pool2d, linear) and a sequence model (embedding, gru, a
+transformer encoder layer built with dropout=0.0), each trained two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
 resnet18's forward (its Python API calls; a linear kernel 0.2% too large). Prints one line per scenario
 and "localized K/N, controls clean C/M"; exit 0 when all are right. The step and the replays run under the
@@ -37,6 +38,8 @@ torch.manual_seed(0)
 lib = torch.library.Library("aten", "IMPL")
 if "sigmoid" in faults:
     lib.impl("sigmoid", lambda x: torch.reciprocal(1 + torch.exp(-x)) * (1 + 2e-3), "CPU")
+if "sigmoid_inplace" in faults:  # what a gru's gates call
+    lib.impl("sigmoid_", lambda x: x.copy_(torch.reciprocal(1 + torch.exp(-x)) * (1 + 2e-3)), "CPU")
 if "tanh_bf16" in faults:
     lib.impl("tanh", lambda x: (1 - 2 / (torch.exp(2 * x.bfloat16()) + 1)).to(x.dtype), "CPU")
 if "conv_channel" in faults:
@@ -66,8 +69,20 @@ class Cnn(torch.nn.Module):
         x = torch.nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
         x = torch.nn.functional.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)
         return torch.log_softmax(self.fc(self.drop(x.flatten(1))).float(), dim=-1)
-net = Mlp() if model == "mlp" else Cnn()
-x = torch.randn(32, 64) if model == "mlp" else torch.randn(8, 3, 32, 32)
+class Seq(torch.nn.Module):
+    # composites autocast reaches inside (gru's linear layers), a transformer layer built with dropout=0.0, and a
+    # float32 residual plus a bfloat16 attention output
+    def __init__(self):
+        super().__init__()
+        self.emb, self.rnn = torch.nn.Embedding(50, 32), torch.nn.GRU(32, 32, batch_first=True)
+        self.layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.fc = torch.nn.Linear(32, 10)
+    def forward(self, t):
+        h, _ = self.rnn(self.emb(t))
+        return torch.log_softmax(self.fc(self.layer(h).mean(1)).float(), dim=-1)
+net = {"mlp": Mlp, "cnn": Cnn, "seq": Seq}[model]()
+x = {"mlp": lambda: torch.randn(32, 64), "cnn": lambda: torch.randn(8, 3, 32, 32),
+     "seq": lambda: torch.randint(0, 50, (8, 10))}[model]()
 y = torch.randint(0, 10, (x.shape[0],))
 opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
 opdump.register_model(net, "net"); opdump.hook_optimizer(opt)
@@ -117,6 +132,10 @@ SCENARIOS = {
     "cnn_fp32": ("cnn", "none", [], set()),
     "cnn_dropout": ("cnn", "none", ["--dropout"], set()),
     "cnn_bf16_autocast": ("cnn", "none", ["--bf16"], set()),
+    # a gru, whose gates call a faulty in-place sigmoid inside it
+    "seq_sigmoid_inplace": ("seq", "sigmoid_inplace", [], {"gru"}),
+    "seq_fp32": ("seq", "none", [], set()),
+    "seq_bf16_autocast": ("seq", "none", ["--bf16"], set()),
     # msprobe's tensor dump of resnet18's forward (tests/python/msprobe_workload.py): Python API calls
     "msprobe_linear_kernel": ("msprobe", "linear_kernel", [], {"linear"}),
     "msprobe_fp32": ("msprobe", "none", [], set()),

@@ -123,6 +123,24 @@ at::Tensor rounding_moved(const at::Tensor& wide, double u) {
   return wide * (1 + u * (2 * noise - 1));
 }
 
+// A dropout whose arguments leave nothing to chance (p = 0, or train = false): it returns its input,
+// as a transformer layer built with dropout=0.0 calls it, and is replayed like any other op.
+bool draws_nothing(const json& spec) {
+  static const std::unordered_set<std::string> by_p = {"aten::dropout", "aten::dropout_", "aten::native_dropout",
+                                                       "aten::feature_dropout", "aten::feature_dropout_",
+                                                       "aten::alpha_dropout", "aten::alpha_dropout_",
+                                                       "aten::feature_alpha_dropout", "aten::feature_alpha_dropout_"};
+  if (!by_p.count(spec.value("operator", std::string())) || !spec.contains("arguments") || !spec["arguments"].is_array())
+    return false;
+  for (const auto& a : spec["arguments"]) {
+    if (!a.is_object() || !a.contains("value")) continue;
+    const auto& name = a.value("name", std::string());
+    if (name == "p" && a["value"].is_number() && a["value"].get<double>() == 0) return true;
+    if (name == "train" && a["value"].is_boolean() && !a["value"].get<bool>()) return true;
+  }
+  return false;
+}
+
 // The save_kernel_args files of a folder, by sanitized op name. `unreadable` counts the files that
 // did not parse across folders (the first three are named in `warnings`).
 std::map<std::string, json> kernel_args_of(const std::string& folder, std::vector<std::string>& warnings,
@@ -165,7 +183,7 @@ class Replayer {
     else if (!spec && op.msprobe) why = "no arguments recorded: msprobe tensor files without their dump.json";
     else if (!spec) why = "no arguments recorded (dump with save_kernel_args)";
     else if (spec->contains("unreplayable")) why = "not one aten call: " + (*spec)["unreplayable"].get<std::string>();
-    else if (op_kinds::draws_random(op.op_type)) why = "its result is drawn from the random number generator";
+    else if (op_kinds::draws_random(op.op_type) && !draws_nothing(*spec)) why = "its result is drawn from the random number generator";
     else if (op.outputs.empty()) why = "no output dumped";
     if (why.empty()) {
       why = replay_op(op, *spec, recorded_dtypes(*spec), autocast_of(*spec), standard_, base, result_.rows);
@@ -232,19 +250,19 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     std::vector<at::Tensor> wide, moved;
     // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
     // moves each output (its conditioning), so that a sum that cancels is not taken for a fault.
-    // Where every float output is finer than every float input (a float32 -> float64 conversion),
-    // by the outputs' rounding instead: such an op computes at its outputs' precision. (A mixed op,
-    // batch_norm's backward on bfloat16 activations with float32 weights, keeps its inputs' rounding:
-    // its kernel may round inside at the coarser dtype.)
-    double coarsest_out = 0, finest_in = 1;
+    // An input coarser than every float output is moved by the coarsest output's rounding instead:
+    // the op computes at its outputs' precision at least (a float32 -> float64 conversion; a float32
+    // residual plus a bfloat16 attention output, added in float32, where the bfloat16 rounding is
+    // upstream's and would call the sum rounding noise). A mixed op with a coarse output too,
+    // batch_norm's backward on bfloat16 activations with float32 weights, keeps its inputs'
+    // rounding: its kernel may round inside at the coarser dtype.
+    double coarsest_out = 0;
     for (const auto& t : as_ran)
       if (t.defined() && at::isFloatingType(t.scalar_type())) coarsest_out = std::max(coarsest_out, rounding_step(t.scalar_type()));
-    for (const auto& t : inputs)
-      if (t.defined() && at::isFloatingType(t.scalar_type())) finest_in = std::min(finest_in, rounding_step(t.scalar_type()));
-    const bool widening = coarsest_out > 0 && coarsest_out < finest_in;
     for (const auto& t : inputs) {
       wide.push_back(high_precision(t));
-      moved.push_back(rounding_moved(high_precision(t), widening ? coarsest_out : rounding_step(t.defined() ? t.scalar_type() : at::kFloat)));
+      const double own = rounding_step(t.defined() ? t.scalar_type() : at::kFloat);
+      moved.push_back(rounding_moved(high_precision(t), coarsest_out > 0 ? std::min(own, coarsest_out) : own));
     }
     stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
@@ -255,8 +273,9 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));
   }
-  std::vector<at::Tensor> seen;
-  bool seen_ready = false;
+  std::vector<at::Tensor> seen, plain;
+  bool seen_ready = false, plain_ready = false;
+  const bool low_autocast = autocast == at::kBFloat16 || autocast == at::kHalf;
   for (const auto& [slot, entry] : op.outputs) {
     ReplayRow row = base;
     row.tensor_index = "output." + std::to_string(slot);
@@ -313,6 +332,27 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
                                     floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
                                     floating && slot < seen.size() ? seen[slot] : at::Tensor(),
                                     floating && ran ? as_ran[slot] : at::Tensor());
+    // Under a float16 or bfloat16 autocast, an output finer than it that PyTorch's own kernel gives
+    // otherwise with autocast off: the op is made of ops autocast casts down (a gru's linear layers),
+    // and computed at the autocast's precision. Asked only of an output not already passed.
+    if (row.judgement.result != Result::Pass && row.judgement.result != Result::Skipped && low_autocast && ran &&
+        floating && as_ran[slot].defined() && rounding_step(dtype) < rounding_step(autocast)) {
+      if (!plain_ready) {
+        plain_ready = true;
+        try {
+          std::vector<at::Tensor> copies;
+          for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);
+          std::string unused;
+          if (auto stack = build_stack(*handle, spec, copies, &unused)) plain = run_call(*handle, std::move(*stack));
+        } catch (const std::exception&) {
+          plain.clear();  // no kernel without autocast: judged at the output's dtype
+        }
+      }
+      if (slot < plain.size() && plain[slot].defined() && plain[slot].scalar_type() == as_ran[slot].scalar_type() &&
+          !plain[slot].equal(as_ran[slot]))
+        row.judgement = standard.judge(dumped, reference, dtype, slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
+                                       at::Tensor(), as_ran[slot], autocast);
+    }
     rows.push_back(std::move(row));
   }
   return "";

@@ -86,7 +86,8 @@ Systematic systematic_error(const at::Tensor& x, const at::Tensor& rounded, cons
 }
 
 Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
-                          const at::Tensor& perturbed, const at::Tensor& seen, const at::Tensor& ran) const {
+                          const at::Tensor& perturbed, const at::Tensor& seen, const at::Tensor& ran,
+                          at::ScalarType computed_in) const {
   Judgement j;
   if (dumped.sizes() != reference.sizes()) {
     j.result = Result::Error;
@@ -104,7 +105,11 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
     }
     return j;
   }
-  Bounds b = bounds(dtype);
+  const bool coarser_inside = computed_in != at::ScalarType::Undefined && rounding_step(computed_in) > rounding_step(dtype);
+  Bounds b = bounds(coarser_inside ? computed_in : dtype);
+  const std::string precision = coarser_inside ? fmt::format("{} computed in {} under autocast", c10::toString(dtype),
+                                                             c10::toString(computed_in))
+                                               : std::string(c10::toString(dtype));
   const at::Tensor x = dumped.to(at::kDouble), r = reference.to(at::kDouble);
   // NaN and Inf must agree in place (and sign) with the float64 run as the output's dtype holds it: a
   // float16 output beyond 65504 rounds to Inf, as it should. They are left out of the norms.
@@ -128,10 +133,10 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
         // Rounding the inputs alone moves it beyond the standard: at this dtype its value is mostly
         // rounding noise (a sum that cancels), and no bound can tell a fault from that noise.
         j.result = Result::Skipped;
-        j.standard = std::string(c10::toString(dtype)) + ": ill-conditioned";
+        j.standard = precision + ": ill-conditioned";
         j.reason = fmt::format("ill-conditioned: rounding its inputs alone moves it by rel_l2 {:.3g}, max_norm {:.3g}, "
                                "beyond the {} standard; its value is rounding noise at this dtype, not judged",
-                               cond_l2, cond_max, c10::toString(dtype));
+                               cond_l2, cond_max, precision);
         return j;
       }
       if (kConditioningFactor * cond_l2 > b.rel_l2 || kConditioningFactor * cond_max > b.max_norm) {
@@ -142,7 +147,7 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
       }
     }
   }
-  j.standard = fmt::format("{}: rel_l2 <= {:g}, max_norm <= {:g}; error at {:g}x{}", c10::toString(dtype), b.rel_l2,
+  j.standard = fmt::format("{}: rel_l2 <= {:g}, max_norm <= {:g}; error at {:g}x{}", precision, b.rel_l2,
                            b.max_norm, error_factor_, widened);
   if (xf.numel() == 0) return j;
   std::tie(j.rel_l2, j.max_norm) = errors(xf, rf);

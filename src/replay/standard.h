@@ -48,9 +48,11 @@ class Standard {
   // both beyond `seen` rounded to its dtype and against `ran`, the same way: PyTorch's own kernel,
   // which may round twice (1.13's float16 add_ rounds alpha * other first, and leans), does not
   // make its own output an error, nor does a kernel that rounds once.
+  // `computed_in`: a coarser dtype the op computed in although its output is `dtype` (a gru under
+  // bfloat16 autocast runs its linear layers in bfloat16 and returns float32): that dtype's bounds.
   Judgement judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
                   const at::Tensor& perturbed = at::Tensor(), const at::Tensor& seen = at::Tensor(),
-                  const at::Tensor& ran = at::Tensor()) const;
+                  const at::Tensor& ran = at::Tensor(), at::ScalarType computed_in = at::ScalarType::Undefined) const;
   static constexpr double kConditioningFactor = 64;
   // A float16 or bfloat16 output whose errors beyond the float64 run's own rounding lean one way is
   // an error even within the bounds (see systematic_error): at least kSystematicZ standard errors

@@ -111,6 +111,32 @@ def test_a_bf16_kernel_that_leans_one_way_within_the_norm_bounds_is_found(tmp_pa
     assert {r["OpType"] for r in bf16} >= {"conv2d", "linear"}, {r["OpType"] for r in bf16}
 
 
+def test_composites_autocast_reaches_inside_and_dropout_zero_replay_clean(tmp_path):
+    """The sequence model under bfloat16 autocast: the gru returns float32 but runs its linear layers in
+    bfloat16, so it is judged at bfloat16's bounds (at float32's its error is 30x them); the transformer layer's
+    dropouts, built with dropout=0.0, draw nothing and are replayed; its float32 residual plus bfloat16 attention
+    output is judged at float32 (the bfloat16 input's rounding is upstream's), not skipped as rounding noise."""
+    replay, out = dump_and_replay(tmp_path / "bf16", "--bf16", model="seq")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == summary["ops"]["skipped"] == 0, \
+        [r for r in rows if r["Result"] != "pass"]
+    gru = [r for r in rows if r["OpType"] == "gru"]
+    assert gru and all(r["DataType"] == "Float" and r["Standard"].startswith("Float computed in BFloat16 under autocast")
+                       and float(r["RelL2Error"]) > 8 * 1.2207e-4 for r in gru), gru
+    dropout = [r for r in rows if r["OpType"] == "dropout"]
+    assert len(dropout) == 3 and all(r["Result"] == "pass" for r in dropout), dropout
+    residual = [r for r in rows if r["OpType"] == "add" and "TransformerEncoderLayer/add-op" in r["OpName"]]
+    assert len(residual) == 2 and all(r["Standard"].startswith("Float: rel_l2 <= 0.00012207") for r in residual), residual
+    # a faulty in-place sigmoid, which the gru's gates call, is found in the gru alone (float32)
+    faulty, out = dump_and_replay(tmp_path / "faulty", model="seq", faults="sigmoid_inplace")
+    assert faulty.returncode == 0, faulty.stderr
+    rows, _ = results(out)
+    flagged = {r["OpType"] for r in rows if r["Result"] in ("error", "warning")}
+    assert flagged == {"gru"}, flagged
+    assert all(r["Standard"].startswith("Float:") for r in rows if r["OpType"] == "gru"), rows[:2]
+
+
 def test_replay_says_what_is_missing(tmp_path):
     replay, out = dump_and_replay(tmp_path, save_args=False)
     assert replay.returncode == 0, replay.stderr
