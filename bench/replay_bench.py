@@ -92,6 +92,8 @@ for _ in range(2):
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled="--bf16" in flags):
         out = net(x)
     torch.nn.functional.nll_loss(out.float(), y).backward()
+    if "--clip" in flags:  # its total norm + 1e-6: a float32 tensor and a Python number
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 0.5)
     opt.step()
 opdump.finalize_dump()
 """
@@ -129,6 +131,7 @@ SCENARIOS = {
     "mlp_fp32": ("mlp", "none", [], set()),
     "mlp_bf16_autocast": ("mlp", "none", ["--bf16"], set()),
     "mlp_dropout": ("mlp", "none", ["--dropout"], set()),
+    "mlp_clip_grad_norm": ("mlp", "none", ["--clip"], set()),
     "cnn_fp32": ("cnn", "none", [], set()),
     "cnn_dropout": ("cnn", "none", ["--dropout"], set()),
     "cnn_bf16_autocast": ("cnn", "none", ["--bf16"], set()),

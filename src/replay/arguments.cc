@@ -82,6 +82,11 @@ class Builder {
     if (!v.is_object() || !v.contains("tensor")) return fail("a tensor argument without a tensor slot");
     auto t = slot(v["tensor"]);
     if (!t) return std::nullopt;
+    if (v.value("wrapped_number", false) && t->defined() && t->dim() == 0 && t->device().is_cpu()) {
+      at::Tensor number = t->detach();  // its own TensorImpl: the slot's tensor serves other runs too
+      number.unsafeGetTensorImpl()->set_wrapped_number(true);
+      return c10::IValue(number);
+    }
     return c10::IValue(*t);
   }
   std::optional<c10::IValue> list(const c10::TypePtr& element, const json& v) {

@@ -33,6 +33,9 @@ json layout(const at::Tensor& t) {
     out["offset"] = t.storage_offset();
   }
   out["device_type"] = static_cast<int>(t.device().type());
+  // A Python number the op was given as a tensor (`norm + 1e-6`): it takes no part in type promotion,
+  // and a replay must pass it so or float32 + float64 0-dim tensors give float64.
+  if (t.unsafeGetTensorImpl()->is_wrapped_number()) out["wrapped_number"] = true;
   return out;
 }
 

@@ -137,6 +137,22 @@ def test_composites_autocast_reaches_inside_and_dropout_zero_replay_clean(tmp_pa
     assert all(r["Standard"].startswith("Float:") for r in rows if r["OpType"] == "gru"), rows[:2]
 
 
+def test_a_python_number_given_as_a_tensor_takes_no_part_in_type_promotion(tmp_path):
+    """clip_grad_norm_ adds 1e-6 to a float32 total norm: PyTorch wraps the number in a float64 0-dim tensor that
+    does not promote. The args file marks it, and the replay gives float32, judged at float32 (passed as a plain
+    float64 tensor it made the sum float64, and float32's rounding an error at float64's bounds)."""
+    replay, out = dump_and_replay(tmp_path, "--clip")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
+    spec = json.loads(next((tmp_path / "d").rglob("add.Default_add-op0.json")).read_text())
+    number = spec["arguments"][1]["value"]
+    assert number["dtype"] == "Double" and number["wrapped_number"] is True, spec
+    assert "wrapped_number" not in spec["arguments"][0]["value"], spec
+    add = [r for r in rows if r["OpName"] == "Default/add-op0"]
+    assert len(add) == 1 and add[0]["DataType"] == "Float" and add[0]["Result"] == "pass", add
+
+
 def test_replay_says_what_is_missing(tmp_path):
     replay, out = dump_and_replay(tmp_path, save_args=False)
     assert replay.returncode == 0, replay.stderr
