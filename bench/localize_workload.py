@@ -192,6 +192,12 @@ def plant(fault, model):
     elif fault == "grad_scaled":  # resnet18: the gradient of layer2[0].conv1's output x1.02 (backward only)
         original = model.layer2[0].conv1.forward
         model.layer2[0].conv1.forward = lambda x: _scaled_grad(original(x), 1.02)
+    elif fault == "gru_weight":  # recurrent: row 3 of the GRU's hidden-to-hidden weights x1.05
+        with torch.no_grad():
+            model.gru.weight_hh_l0[3].mul_(1.05)
+    elif fault == "head_bias":  # recurrent: the head's bias 2 + 0.01
+        with torch.no_grad():
+            model.head.bias[2].add_(0.01)
     elif fault != "none":
         raise SystemExit(f"unknown fault {fault}")
 
@@ -212,6 +218,8 @@ def build(scenario, target, rank, model_name=None):
         return vision("mobilenet_v2") + (0.01,)
     if model_name == "encoder":
         return encoder(), (2, 6, 8), 0.01
+    if model_name == "recurrent":
+        return Recurrent(), (4, 10, 8), 0.01
     if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data",
                     "inputs_only"):
         model, shape = vision("resnet18")
@@ -271,7 +279,7 @@ def main():
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--result")
-    p.add_argument("--model", choices=["resnet18", "transformer", "mobilenet_v2", "encoder"],
+    p.add_argument("--model", choices=["resnet18", "transformer", "mobilenet_v2", "encoder", "recurrent"],
                    help="cross-stack pairs: the model")
     p.add_argument("--stack", choices=STACKS, default="fp32", help="cross-stack pairs: what this side runs on")
     p.add_argument("--fault", default="none", help="cross-stack pairs: the fault planted (target only)")

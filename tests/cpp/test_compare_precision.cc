@@ -478,3 +478,81 @@ TEST(ComparePrecision, ThePrecisionSaidIsTheOneTheDifferingRowsHold) {
   EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
   EXPECT_EQ(r.precision.rfind("outputs agree to float32 precision", 0), 0u) << r.precision;
 }
+
+// A gru under bfloat16 autocast returns float32 but runs its linear layers in bfloat16: on the very
+// inputs the reference had, its output differs by about 0.4%, within bfloat16's rounding, while a conv
+// after it holds bfloat16 values (the stack lowers ops to bfloat16). That is the stack, not an origin;
+// where the target's args file says the gru ran with autocast off, it is (its own dtype computed it).
+TEST(ComparePrecision, AnOpTheStackLowersInsideIsNoOriginWhereItRanUnderThatAutocast) {
+  const std::vector<float> gru_ref = {0.5123f, -0.2571f, 0.7519f}, gru_bf16_inside = {0.5139f, -0.2563f, 0.7541f};
+  auto ops = [](const std::vector<float>& gru, const std::vector<float>& conv) {
+    return std::vector<OpSpec>{
+        {"gru", "Default/net-Net/gru-GRU/gru-op0", {{1, 2, 3}, {0.5f}}, {gru}, {1, 9}, {2}},
+        {"conv2d", "Default/net-Net/conv1-Conv2d/conv2d-op0", {gru, {0.25f}}, {conv}, {2, 8}, {3}},
+    };
+  };
+  for (const char* autocast : {"", "\"BFloat16\"", "null"}) {
+    test::TempDir dir;
+    test::write_dump(dir / "r", 0, 0, ops(gru_ref, kRefConv));
+    test::write_dump(dir / "t", 0, 0, ops(gru_bf16_inside, kBf16Conv));
+    if (*autocast)
+      test::write_text(dir / "t/rank_0/net/0/0/gru.Default_net-Net_gru-GRU_gru-op0.json",
+                       std::string(R"({"op_name":"Default/net-Net/gru-GRU/gru-op0","operator":"aten::gru","overload":"input",)"
+                                   R"("arguments":[],"autocast_cpu":)") + autocast + "}");
+    const auto& f = test::compare_pair(dir).first_divergence;
+    if (std::string(autocast) == "null") {
+      ASSERT_TRUE(f.found) << autocast;
+      EXPECT_EQ(f.op.op_name, "Default/net-Net/gru-GRU/gru-op0");
+    } else {
+      EXPECT_FALSE(f.found) << autocast << ": " << f.cause;
+    }
+  }
+}
+
+// The backward engine's gradient sums are named by their order in one scope (Gradients/Default/add-opN);
+// another stack's autograd graph runs them in another order, so add-op0 of one side is add-op1 of the
+// other. Their shapes tell them apart, and they are paired by what they are.
+TEST(ComparePrecision, GradientSumsRenumberedByAnotherStackArePairedByTypeAndShape) {
+  auto ops = [](bool swapped) {
+    std::vector<OpSpec> v = {
+        {"add", "Gradients/Default/add-op0", {{1, 2}, {3, 4}}, {{4, 6}}},
+        {"add", "Gradients/Default/add-op1", {{1, 2, 3}, {1, 1, 1}}, {{2, 3, 4}}},
+    };
+    if (swapped) {
+      std::swap(v[0].inputs, v[1].inputs);
+      std::swap(v[0].outputs, v[1].outputs);
+    }
+    return v;
+  };
+  test::TempDir dir;
+  test::write_dump(dir / "r", 0, 0, ops(false));
+  test::write_dump(dir / "t", 0, 0, ops(true));
+  const CompareResult r = test::compare_pair(dir);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.warnings, 0u);
+  EXPECT_EQ(r.unmatched, 0u);
+  EXPECT_EQ(r.aligned, 6u);
+  EXPECT_FALSE(r.first_divergence.found) << r.first_divergence.cause;
+  for (const CompareRow& row : r.rows) {
+    ASSERT_TRUE(row.target && row.reference);
+    EXPECT_EQ(row.target->shape, row.reference->shape) << row.target->op_name;
+  }
+}
+
+// An op whose inputs the target already holds at bfloat16, made by an op both sides ran (the backward
+// engine's sums of a bfloat16 weight copy's gradients, read by the next sum as bfloat16), got its
+// precision with them: no precision change at it, although other ops of its type compute in float32.
+TEST(ComparePrecision, AnInputAlreadyCoarseFromAMatchedOpBringsItsPrecision) {
+  auto ops = [](const std::vector<float>& made, const std::vector<float>& in, const std::vector<float>& out) {
+    return std::vector<OpSpec>{
+        {"add", "Gradients/Default/add-op0", {{1.1f, 2.3f, 3.1f}, {3.7f, 4.9f, 2.3f}}, {made}, {1, 2}, {7}},
+        {"add", "Gradients/Default/add-op1", {in, in}, {out}, {7, 7}, {9}},
+    };
+  };
+  test::TempDir dir;
+  test::write_dump(dir / "r", 0, 0, ops({4.8f, 7.2f, 5.4f}, kRefConv, {2.02f, 4.04f, 6.06f}));
+  test::write_dump(dir / "t", 0, 0, ops({4.8001f, 7.2001f, 5.4001f}, kBf16Conv, {2.015625f, 4.03125f, 6.0625f}));
+  const auto& f = test::compare_pair(dir).first_divergence;
+  EXPECT_TRUE(!f.found || f.cause.find("a precision change at this op") == std::string::npos) << f.cause;
+  EXPECT_FALSE(f.found) << f.cause;
+}

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "opdump/error.h"
 
@@ -172,6 +173,79 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
     if (it != by_key.end() && p.reference_to_target[it->second] < 0) pair(i, it->second, false);
   }
   if (!options.align_unmatched) return p;
+
+  // Ops outside every module are named by a call index in one scope ("Gradients/Default/add-op4": the
+  // backward engine's gradient sums, numbered in the order it ran them), which another stack's autograd
+  // graph renumbers (autocast's casts: a gru's bfloat16 weights summed over its steps, in another order).
+  // Where such a pair's tensors in one slot differ in shape, it is not one op: both go to the alignment
+  // by order, type and shape below.
+  auto unscoped = [](const DumpEntry& e) {
+    const size_t cut = e.op_name.rfind('/');
+    const std::string_view scope = cut == std::string::npos ? std::string_view() : std::string_view(e.op_name).substr(0, cut);
+    return scope == "Default" || scope == "Gradients/Default";
+  };
+  using OpOf = std::tuple<uint32_t, int64_t, std::string, std::string, uint64_t>;
+  std::set<OpOf> renumbered;
+  for (size_t i = 0; i < T.size(); ++i) {
+    const int64_t j = p.target_to_reference[i];
+    if (j >= 0 && unscoped(T[i]) && T[i].shape_known && R[j].shape_known && T[i].shape != R[j].shape)
+      renumbered.insert({T[i].rank(), T[i].iteration(), T[i].where.below, T[i].key_name, T[i].occurrence});
+  }
+  if (!renumbered.empty()) {
+    for (size_t i = 0; i < T.size(); ++i)
+      if (const int64_t j = p.target_to_reference[i];
+          j >= 0 && renumbered.count({T[i].rank(), T[i].iteration(), T[i].where.below, T[i].key_name, T[i].occurrence})) {
+        p.reference_to_target[j] = -1;
+        p.target_to_reference[i] = -1;
+      }
+    // Unmatched ops outside every module pair by what they are: the k-th of a type, forward or backward,
+    // with tensors of these shapes in these slots, on each side (their order may differ, so no
+    // alignment by order could pair them all).
+    using Kind = std::tuple<uint32_t, int64_t, std::string, std::string, std::string>;
+    auto kinds = [&](const std::vector<DumpEntry>& entries, const std::vector<int64_t>& match, bool is_target) {
+      std::map<OpOf, std::pair<Kind, std::vector<size_t>>> ops;  // each op: its kind and its tensors
+      std::vector<OpOf> order;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const DumpEntry& e = entries[i];
+        if (match[i] >= 0 || !unscoped(e) || !e.shape_known) continue;
+        const uint32_t rank = is_target ? rank_of(e) : e.rank();
+        const int64_t iteration = is_target ? iteration_of(e) : e.iteration();
+        const OpOf op{rank, iteration, e.where.below, e.key_name, e.occurrence};
+        auto [it, fresh] = ops.try_emplace(op);
+        if (fresh) {
+          order.push_back(op);
+          std::get<0>(it->second.first) = rank;
+          std::get<1>(it->second.first) = iteration;
+          std::get<2>(it->second.first) = e.where.below;
+          std::get<3>(it->second.first) = alignment_type(e.op_type) + (e.backward() ? "#backward" : "");
+        }
+        std::string& shapes = std::get<4>(it->second.first);
+        shapes += std::to_string(int(e.io)) + ":" + std::to_string(e.slot) + "(";
+        for (int64_t d : e.shape) shapes += std::to_string(d) + ",";
+        shapes += ")";
+        it->second.second.push_back(i);
+      }
+      std::map<std::pair<Kind, size_t>, std::vector<size_t>> out;  // (kind, k-th of it) -> tensors
+      std::map<Kind, size_t> seen;
+      for (const OpOf& op : order) {
+        const auto& [kind, tensors] = ops.at(op);
+        out[{kind, seen[kind]++}] = tensors;
+      }
+      return out;
+    };
+    const auto t_kinds = kinds(T, p.target_to_reference, true);
+    const auto r_kinds = kinds(R, p.reference_to_target, false);
+    for (const auto& [kind, ti] : t_kinds) {
+      auto rj = r_kinds.find(kind);
+      if (rj == r_kinds.end()) continue;
+      for (size_t i : ti)
+        for (size_t j : rj->second)
+          if (p.reference_to_target[j] < 0 && T[i].io == R[j].io && T[i].slot == R[j].slot) {
+            pair(i, j, true);
+            break;
+          }
+    }
+  }
 
   // msprobe against another tool: no name in common. Forward ops pair by module path, op type and
   // call index among the ops of that type in that module (an op added elsewhere shifts nothing),
