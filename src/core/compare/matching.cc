@@ -188,7 +188,8 @@ Pairing pair_entries(const DumpIndex& target, const DumpIndex& reference, const 
   std::set<OpOf> renumbered;
   for (size_t i = 0; i < T.size(); ++i) {
     const int64_t j = p.target_to_reference[i];
-    if (j >= 0 && unscoped(T[i]) && T[i].shape_known && R[j].shape_known && T[i].shape != R[j].shape)
+    if (j >= 0 && unscoped(T[i]) && T[i].shape_known && R[j].shape_known && T[i].shape != R[j].shape &&
+        T[i].placeholder.empty() && R[j].placeholder.empty())  // a placeholder has no shape of its own
       renumbered.insert({T[i].rank(), T[i].iteration(), T[i].where.below, T[i].key_name, T[i].occurrence});
   }
   if (!renumbered.empty()) {
