@@ -17,6 +17,7 @@
 #include "arguments.h"
 #include "op_call.h"
 #include "format/dump_files.h"
+#include "format/placeholders_csv.h"
 #include "msprobe_arguments.h"
 #include "layout/layout.h"
 #include "opdump/error.h"
@@ -109,6 +110,19 @@ std::vector<at::Tensor> as_seen(const c10::OperatorHandle& handle, const nlohman
     return run_call(handle, std::move(*wide_stack));
   }
   return {};
+}
+
+// The op run under `autocast` on copies of `inputs` (an in-place op writes them); nullopt with *why
+// set where its stack cannot be built.
+std::optional<std::vector<at::Tensor>> run_on_copies(const c10::OperatorHandle& handle, const json& spec,
+                                                     const std::vector<at::Tensor>& inputs, at::ScalarType autocast,
+                                                     std::string* why) {
+  std::vector<at::Tensor> copies;
+  copies.reserve(inputs.size());
+  for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);
+  auto stack = build_stack(handle, spec, copies, why);
+  if (!stack) return std::nullopt;
+  return run_call(handle, std::move(*stack), autocast);
 }
 
 // A float64 copy of an input moved by up to one rounding `u` (seeded: the same every run); other
@@ -217,12 +231,18 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
   for (uint32_t slot = 0; slot < dtypes.size(); ++slot) {
     auto it = op.inputs.find(slot);
     if (it == op.inputs.end()) return "input " + std::to_string(slot) + " was not dumped";
-    if (dtypes[slot] == at::ScalarType::Undefined && !it->second->placeholder.empty() &&
-        it->second->placeholder.rfind("undefined tensor", 0) == 0) {
+    const std::string& placeholder = it->second->placeholder;
+    if (dtypes[slot] == at::ScalarType::Undefined && placeholder.rfind(kUndefinedPlaceholder, 0) == 0) {
       inputs.emplace_back();  // an undefined tensor the op was given (an absent optional gradient)
       continue;
     }
-    if (!it->second->placeholder.empty()) return "input " + std::to_string(slot) + " holds no data: " + it->second->placeholder;
+    if (dtypes[slot] != at::ScalarType::Undefined && placeholder.rfind(kOutBufferPlaceholder, 0) == 0) {
+      // The op overwrites it without reading it (Adam's amsgrad `maximum(..., out=)`): an empty
+      // tensor of its dtype, which the kernel resizes as out= buffers are.
+      inputs.push_back(at::empty({0}, at::TensorOptions().dtype(dtypes[slot])));
+      continue;
+    }
+    if (!placeholder.empty()) return "input " + std::to_string(slot) + " holds no data: " + placeholder;
     at::Tensor t;
     try {
       t = load_tensor(*it->second);
@@ -236,12 +256,10 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
   std::vector<at::Tensor> as_ran, exact, perturbed;
   std::string why;
   try {
-    std::vector<at::Tensor> copies;
-    for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);  // in-place ops write their inputs
-    auto stack = build_stack(*handle, spec, copies, &why);
-    if (!stack) return why;
     try {
-      as_ran = run_call(*handle, std::move(*stack), autocast);
+      auto ran = run_on_copies(*handle, spec, inputs, autocast, &why);
+      if (!ran) return why;
+      as_ran = std::move(*ran);
     } catch (const std::exception&) {
       // This PyTorch has no CPU kernel at these dtypes (float16 in 1.13): float outputs are still
       // judged against the float64 run, at the dtype the dump holds them in.
@@ -264,7 +282,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
       const double own = rounding_step(t.defined() ? t.scalar_type() : at::kFloat);
       moved.push_back(rounding_moved(high_precision(t), coarsest_out > 0 ? std::min(own, coarsest_out) : own));
     }
-    stack = build_stack(*handle, spec, wide, &why);
+    auto stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
     exact = run_call(*handle, std::move(*stack));
     stack = build_stack(*handle, spec, moved, &why);
@@ -280,7 +298,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     ReplayRow row = base;
     row.tensor_index = "output." + std::to_string(slot);
     // An output the op left undefined (a gradient nobody asks for) and the replay too: nothing to judge.
-    if (entry->placeholder.rfind("undefined tensor", 0) == 0 && slot < as_ran.size() && !as_ran[slot].defined()) continue;
+    if (entry->placeholder.rfind(kUndefinedPlaceholder, 0) == 0 && slot < as_ran.size() && !as_ran[slot].defined()) continue;
     const bool ran = slot < as_ran.size();
     if (!entry->placeholder.empty() || slot >= exact.size() || (!as_ran.empty() && !ran)) {
       row.judgement.result = Result::Skipped;
@@ -340,10 +358,8 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
       if (!plain_ready) {
         plain_ready = true;
         try {
-          std::vector<at::Tensor> copies;
-          for (const auto& t : inputs) copies.push_back(t.defined() ? t.clone() : t);
           std::string unused;
-          if (auto stack = build_stack(*handle, spec, copies, &unused)) plain = run_call(*handle, std::move(*stack));
+          plain = run_on_copies(*handle, spec, inputs, at::ScalarType::Undefined, &unused).value_or(plain);
         } catch (const std::exception&) {
           plain.clear();  // no kernel without autocast: judged at the output's dtype
         }

@@ -15,6 +15,7 @@
 
 #include "device_batch.h"
 #include "device_reduce.h"
+#include "format/placeholders_csv.h"
 #include "host_stats.h"
 
 namespace opdump::pt::detail {
@@ -109,7 +110,7 @@ uint64_t stream_of(const at::Tensor& t) {
 }
 
 std::string undumpable_reason(const at::Tensor& t) {
-  if (!t.defined()) return "undefined tensor (no value was passed)";
+  if (!t.defined()) return std::string(kUndefinedPlaceholder) + " (no value was passed)";
   if (t.layout() != at::kStrided) {
     std::ostringstream layout;
     layout << t.layout();
@@ -198,7 +199,7 @@ void capture_tensors(const std::vector<at::Tensor>& tensors, DumpSink& dumper, S
   out.reserve(out.size() + tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (out_buffers && i < out_buffers->size() && (*out_buffers)[i])
-      out.push_back(placeholder_tensor("out= buffer: the op overwrites it without reading it"));
+      out.push_back(placeholder_tensor(std::string(kOutBufferPlaceholder) + ": the op overwrites it without reading it"));
     else
       capture_one(tensors[i], dumper, cache, batcher, barrier, out, to_stage, stream_id, written, quiet);
   }

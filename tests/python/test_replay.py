@@ -153,6 +153,22 @@ def test_a_python_number_given_as_a_tensor_takes_no_part_in_type_promotion(tmp_p
     assert len(add) == 1 and add[0]["DataType"] == "Float" and add[0]["Result"] == "pass", add
 
 
+def test_an_out_buffer_the_op_overwrites_is_given_a_fresh_tensor(tmp_path):
+    """Adam's amsgrad keeps the largest second moment with `torch.maximum(buf, v, out=buf)`. The dump holds the
+    out= buffer as a placeholder (the op does not read it); the replay gives it an empty tensor the kernel resizes,
+    so the op is replayed, and a faulty out= kernel is found there alone (it was skipped: "holds no data")."""
+    replay, out = dump_and_replay(tmp_path / "clean", "--amsgrad")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
+    maximum = [r for r in rows if r["OpType"] == "maximum"]
+    assert len(maximum) == 8 and all(r["Result"] == "pass" for r in maximum), maximum
+    replay, out = dump_and_replay(tmp_path / "faulty", "--amsgrad", faults="maximum_out")
+    rows, _ = results(out)
+    flagged = {r["OpType"] for r in rows if r["Result"] in ("error", "warning")}
+    assert flagged == {"maximum"}, [r for r in rows if r["Result"] in ("error", "warning")]
+
+
 def test_replay_says_what_is_missing(tmp_path):
     replay, out = dump_and_replay(tmp_path, save_args=False)
     assert replay.returncode == 0, replay.stderr

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "layout/layout.h"
@@ -12,6 +13,11 @@
 namespace opdump {
 
 constexpr const char* kPlaceholdersFile = "placeholders.csv";
+
+// How the reasons a reader acts on begin: the replay gives an op an undefined tensor where one was,
+// and an out= buffer a fresh tensor for the kernel to resize.
+inline constexpr std::string_view kUndefinedPlaceholder = "undefined tensor";
+inline constexpr std::string_view kOutBufferPlaceholder = "out= buffer";
 
 // "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Reason\n"
 std::string placeholders_csv_header();
