@@ -239,33 +239,40 @@ def one_side_scenarios():
 
 
 SCENARIOS.update(one_side_scenarios())
-def recurrent_scenarios():
-    """A GRU under bf16 autocast returns float32 but runs its linear layers in bfloat16 (0.4% from float32 on the
-    same inputs), and its backward sums the gradients of those bfloat16 weight copies over its steps in an
-    order and under names of its own: the control is clean, and a fault after it is still named."""
+def model_scenarios(model, label, cases):
+    """Cross-stack scenarios of one model of the workload: (stack, fault, what it changes, the op named, saved)."""
     out = {}
-    gru = "Default/net-Recurrent/gru-GRU/gru-op0"
-    head = "Default/net-Recurrent/head-Linear/linear-op0"
-    for stack, fault, what, op, saved in (
-            ("bf16", "none", "", None, "tensor"), ("bf16", "none", "", None, "statistic"),
-            ("bf16", "head_bias", "the head's bias 2 + 0.01", head, "tensor"),
-            ("fp64", "gru_weight", "row 3 of the GRU's hidden-to-hidden weights x1.05", gru, "statistic")):
+    for stack, fault, what, op, saved in cases:
         how, target_stack, target_runtime, reference_runtime = CROSS_STACKS[stack]
-        options = {"model": "recurrent", "stack": {"reference": "fp32", "target": target_stack}, "steps": 2,
+        options = {"model": model, "stack": {"reference": "fp32", "target": target_stack}, "steps": 2,
                    "runtime": {"reference": reference_runtime, "target": target_runtime}, "fault": fault}
         stats = saved == "statistic"
         suffix = "_stats" if stats else ""
-        label = f"recurrent (GRU), {how}" + (", statistics only" if stats else "")
+        title = f"{label}, {how}" + (", statistics only" if stats else "")
         config = lambda p, s=saved: ms_config(p, saved_data=s)
         if op is None:
-            out[f"x_{stack}_recurrent_control{suffix}"] = (f"control: {label}", config, options, None)
+            out[f"x_{stack}_{model}_control{suffix}"] = (f"control: {title}", config, options, None)
         else:
-            out[f"x_{stack}_recurrent_{fault}{suffix}"] = (f"{label}: {what}", config, options,
-                                                          dict(kind="output", op=op, iteration=0))
+            out[f"x_{stack}_{model}_{fault}{suffix}"] = (f"{title}: {what}", config, options,
+                                                        dict(kind="output", op=op, iteration=0))
     return out
 
 
-SCENARIOS.update(recurrent_scenarios())
+# A GRU under bf16 autocast returns float32 but runs its linear layers in bfloat16 (0.4% from float32 on the
+# same inputs), and its backward sums the gradients of those bfloat16 weight copies over its steps in an order
+# and under names of its own: the control is clean, and a fault after it is still named.
+SCENARIOS.update(model_scenarios("recurrent", "recurrent (GRU)", (
+    ("bf16", "none", "", None, "tensor"), ("bf16", "none", "", None, "statistic"),
+    ("bf16", "head_bias", "the head's bias 2 + 0.01", "Default/net-Recurrent/head-Linear/linear-op0", "tensor"),
+    ("fp64", "gru_weight", "row 3 of the GRU's hidden-to-hidden weights x1.05", "Default/net-Recurrent/gru-GRU/gru-op0",
+     "statistic"))))
+# Batch and instance norms, hardswish, leaky ReLU, ELU, reflection padding and max pooling.
+SCENARIOS.update(model_scenarios("convmix", "convmix (instance norm, hardswish, ELU)", (
+    ("bf16", "none", "", None, "tensor"), ("torch2", "none", "", None, "statistic"),
+    ("fp16", "inorm_weight", "the instance norm's weight of channel 2 x1.03",
+     "Default/net-ConvMix/inorm-InstanceNorm2d/instance_norm-op0", "tensor"),
+    ("nomkldnn", "fc_row", "row 4 of the head's weights x1.02", "Default/net-ConvMix/fc-Linear/linear-op0",
+     "statistic"))))
 HOST_TORCH2 = None  # set by main()
 
 

@@ -84,6 +84,24 @@ class Recurrent(nn.Module):
         return self.head(out[:, -1])
 
 
+class ConvMix(nn.Module):
+    """Convolutions with batch and instance norms, hardswish, leaky ReLU, ELU, reflection padding, max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.c2 = nn.Conv2d(16, 24, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(24, affine=True)
+        self.fc = nn.Linear(48, 10)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.hardswish(self.bn(self.c1(x))), 2)
+        h = F.leaky_relu(self.inorm(self.c2(F.pad(h, (1, 1, 1, 1), mode="reflect"))), 0.05)
+        h = torch.cat([F.adaptive_max_pool2d(h, 1).flatten(1), F.adaptive_avg_pool2d(F.elu(h), 1).flatten(1)], 1)
+        return self.fc(h)
+
+
 class Scale(nn.Module):
     """x * c with a Python constant: the op is the same on both sides, only the constant differs."""
 
@@ -198,6 +216,12 @@ def plant(fault, model):
     elif fault == "head_bias":  # recurrent: the head's bias 2 + 0.01
         with torch.no_grad():
             model.head.bias[2].add_(0.01)
+    elif fault == "inorm_weight":  # convmix: the instance norm's weight of channel 2 x1.03
+        with torch.no_grad():
+            model.inorm.weight[2].mul_(1.03)
+    elif fault == "fc_row":  # convmix: row 4 of the head's weights x1.02
+        with torch.no_grad():
+            model.fc.weight[4].mul_(1.02)
     elif fault != "none":
         raise SystemExit(f"unknown fault {fault}")
 
@@ -220,6 +244,8 @@ def build(scenario, target, rank, model_name=None):
         return encoder(), (2, 6, 8), 0.01
     if model_name == "recurrent":
         return Recurrent(), (4, 10, 8), 0.01
+    if model_name == "convmix":
+        return ConvMix(), (4, 3, 16, 16), 0.01
     if scenario in ("param", "removed", "dtype", "autocast", "stats_bn", "lr", "stats_vs_tensors", "data",
                     "inputs_only"):
         model, shape = vision("resnet18")
@@ -279,7 +305,7 @@ def main():
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--result")
-    p.add_argument("--model", choices=["resnet18", "transformer", "mobilenet_v2", "encoder", "recurrent"],
+    p.add_argument("--model", choices=["resnet18", "transformer", "mobilenet_v2", "encoder", "recurrent", "convmix"],
                    help="cross-stack pairs: the model")
     p.add_argument("--stack", choices=STACKS, default="fp32", help="cross-stack pairs: what this side runs on")
     p.add_argument("--fault", default="none", help="cross-stack pairs: the fault planted (target only)")
