@@ -44,6 +44,8 @@ if "tanh_bf16" in faults:
     lib.impl("tanh", lambda x: (1 - 2 / (torch.exp(2 * x.bfloat16()) + 1)).to(x.dtype), "CPU")
 if "maximum_out" in faults:  # what Adam's amsgrad calls, out= its own buffer
     lib.impl("maximum.out", lambda a, b, *, out: out.copy_(torch.ops.aten.maximum.default(a, b) * 1.01), "CPU")
+if "addcmul_inplace" in faults:  # what Adam's _foreach_addcmul_ calls per tensor on the CPU
+    lib.impl("addcmul_", lambda x, t1, t2, value=1: x.add_(t1 * t2 * value * 1.01), "CPU")
 if "conv_channel" in faults:
     def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
         y = torch.ops.aten.convolution(x, w, b, stride, padding, dilation, False, [0, 0], groups)
@@ -87,6 +89,7 @@ x = {"mlp": lambda: torch.randn(32, 64), "cnn": lambda: torch.randn(8, 3, 32, 32
      "seq": lambda: torch.randint(0, 50, (8, 10))}[model]()
 y = torch.randint(0, 10, (x.shape[0],))
 opt = (torch.optim.Adam(net.parameters(), lr=1e-3, amsgrad=True) if "--amsgrad" in flags
+       else torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=1e-4, foreach=True) if "--foreach" in flags
        else torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9))
 opdump.register_model(net, "net"); opdump.hook_optimizer(opt)
 opdump.set_dump(sys.argv[1])
@@ -138,6 +141,9 @@ SCENARIOS = {
     # Adam's amsgrad keeps the largest second moment with maximum(..., out=) into its own buffer
     "mlp_amsgrad": ("mlp", "none", ["--amsgrad"], set()),
     "mlp_maximum_out": ("mlp", "maximum_out", ["--amsgrad"], {"maximum"}),
+    # Adam over all parameters at once: _foreach_ ops that write their tensor lists and return nothing
+    "mlp_adam_foreach": ("mlp", "none", ["--foreach"], set()),
+    "mlp_addcmul_foreach": ("mlp", "addcmul_inplace", ["--foreach"], {"_foreach_addcmul_"}),
     "cnn_fp32": ("cnn", "none", [], set()),
     "cnn_dropout": ("cnn", "none", ["--dropout"], set()),
     "cnn_bf16_autocast": ("cnn", "none", ["--bf16"], set()),

@@ -132,6 +132,15 @@ class Builder {
         }
         return c10::IValue(out);
       }
+      case c10::TypeKind::NumberType: {  // Scalar[]: an optimizer's _foreach_div_(self, scalars)
+        c10::impl::GenericList out(c10::NumberType::get());
+        for (const auto& e : v) {
+          if (e.is_number_integer()) out.push_back(c10::IValue(e.get<int64_t>()));
+          else if (is_real(e)) out.push_back(c10::IValue(real_of(e)));
+          else return fail("a Scalar list with a non-number");
+        }
+        return c10::IValue(out);
+      }
       default: {  // int[], SymInt[]
         c10::List<int64_t> out;
         for (const auto& e : v) {

@@ -53,9 +53,17 @@ at::Tensor load_tensor(const DumpEntry& e) {
 std::vector<at::Tensor> run_call(const c10::OperatorHandle& op, std::vector<c10::IValue> stack, at::ScalarType autocast) {
   at::NoGradGuard no_grad;
   CpuAutocast scope(autocast);
+  // An in-place op whose schema returns nothing (_foreach_add_): its results are the arguments it
+  // writes, in argument order, as the dump numbers them.
+  const c10::FunctionSchema& schema = op.schema();
+  std::vector<c10::IValue> written;
+  if (schema.returns().empty())
+    for (size_t i = 0; i < schema.arguments().size() && i < stack.size(); ++i)
+      if (const c10::AliasInfo* alias = schema.arguments()[i].alias_info(); alias && alias->isWrite())
+        written.push_back(stack[i]);
   op.callBoxed(&stack);
   std::vector<at::Tensor> out;
-  for (const c10::IValue& v : stack) {
+  for (const c10::IValue& v : schema.returns().empty() ? written : stack) {
     if (v.isTensor()) out.push_back(v.toTensor());
     else if (v.isTensorList())
       for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);

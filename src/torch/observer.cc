@@ -323,6 +323,7 @@ class Observer final : public RuntimeListener {
     // Every op of the level is in the execution order, dumped or not.
     ctx->report.identify(op_type, std::move(ctx->name), model, model_id);
     ctx->executed = true;
+    if (op.returns_nothing && !ctx->written.empty()) written_results(fn, op, ctx->written_results);
     Tensors tensors(ts);
     std::vector<at::Tensor>& inputs = tensors.of(fn.inputs());
     ids_.ids(inputs, ctx->input_ids, &ctx->named);
@@ -402,6 +403,10 @@ class Observer final : public RuntimeListener {
     if (dumper.settings().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     Tensors tensors(ts);
     std::vector<at::Tensor>& results = tensors.of(fn.outputs());
+    // An in-place op whose schema returns nothing (an optimizer's _foreach_add_): its results are
+    // the arguments it wrote, which the dump would otherwise never show after the op.
+    const bool returns_nothing = !ctx->written_results.empty();
+    if (returns_nothing) results = std::move(ctx->written_results);
     TensorIds::List output_ids;
     ids_.ids(results, output_ids, &ctx->named);
     std::string source;
@@ -416,7 +421,9 @@ class Observer final : public RuntimeListener {
       for (const at::Tensor& t : results)
         *report.stream_id() = std::max(*report.stream_id(), stream_of(t));
       Busy busy(ts);
-      scenes_.end(fn, report.shared_dumper(), report.record(), ctx->selected ? results : std::move(results), ctx->scene);
+      // (a debug scene checks what ops return, as before: a _foreach_zero_'s zeros are no overflow to look for)
+      scenes_.end(fn, report.shared_dumper(), report.record(),
+                  returns_nothing ? std::vector<at::Tensor>() : ctx->selected ? results : std::move(results), ctx->scene);
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;

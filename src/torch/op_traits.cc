@@ -21,6 +21,7 @@ OpTraits traits_of(const char* name, const c10::FunctionSchema* schema) {
   else if (!std::strcmp(name, "aten::mul_")) t.derives = OpTraits::Derives::MulInPlace;
   if (!schema) return t;
   const auto& args = schema->arguments();
+  t.returns_nothing = schema->returns().empty();
   // PyTorch 1.x does not annotate the running statistics batch_norm kernels update in place, and
   // not every kernel bumps the version counter of what it writes.
   const bool batch_norm = std::strstr(name, "batch_norm") != nullptr;

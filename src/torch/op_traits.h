@@ -26,6 +26,7 @@ struct OpTraits {
   // running statistics (which PyTorch 1.x does not annotate).
   std::vector<uint32_t> written;
   std::vector<uint32_t> out;      // among them, keyword-only out= buffers
+  bool returns_nothing = false;   // its schema returns nothing (_foreach_add_): its results are `written`
   bool computes_nothing = false;  // op_kinds::computes_nothing
   int copied_input = -1;          // op_kinds::copied_input
   Derives derives = Derives::Nothing;

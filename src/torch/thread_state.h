@@ -119,6 +119,7 @@ struct OpCtx final : RecordCtx {
   std::vector<DumpTensor> inputs;
   WrittenTensors written;  // tensors this op may modify in place
   WrittenStorages written_storages;  // and the storages they write
+  std::vector<at::Tensor> written_results;  // an executed op whose schema returns nothing: what it writes
   bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
   at::Tensor added_to_zeros;  // add_ into a tensor holding +0 only: the tensor added (StatsCache::share)
   uint32_t zeros_version = 0;  // ...and the version of the tensor it adds into, before

@@ -27,6 +27,12 @@ void collect_written(const at::RecordFunction& fn, const OpTraits& op, WrittenTe
   }
 }
 
+void written_results(const at::RecordFunction& fn, const OpTraits& op, std::vector<at::Tensor>& results) {
+  const auto inputs = fn.inputs();
+  for (uint32_t i : op.written)
+    if (i < inputs.size()) tensors_of(c10::ArrayRef<c10::IValue>(&inputs[i], 1), results);
+}
+
 std::vector<bool> out_buffer_slots(const at::RecordFunction& fn, const OpTraits& op) {
   const auto& out = op.out;
   std::vector<bool> slots;

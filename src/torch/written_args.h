@@ -22,6 +22,10 @@ using WrittenStorages = c10::SmallVector<const c10::StorageImpl*, 4>;
 // The tensors (and their storages) `fn` may modify in place: its arguments at `op.written`.
 void collect_written(const at::RecordFunction& fn, const OpTraits& op, WrittenTensors& tensors,
                      WrittenStorages& storages);
+// The tensors `fn` writes in place, in argument order, appended to `results`: the results of an op
+// whose schema returns nothing (an optimizer's `_foreach_add_(Tensor(a!)[] self, ...) -> ()`).
+// Asked at the op's start: its boxed inputs are gone by its end.
+void written_results(const at::RecordFunction& fn, const OpTraits& op, std::vector<at::Tensor>& results);
 // Per dump slot of `fn`'s input tensors: whether it is an out= buffer (`op.out`).
 std::vector<bool> out_buffer_slots(const at::RecordFunction& fn, const OpTraits& op);
 

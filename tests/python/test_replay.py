@@ -169,6 +169,39 @@ def test_an_out_buffer_the_op_overwrites_is_given_a_fresh_tensor(tmp_path):
     assert flagged == {"maximum"}, [r for r in rows if r["Result"] in ("error", "warning")]
 
 
+def test_an_in_place_op_that_returns_nothing_is_dumped_with_what_it_wrote_and_replayed(tmp_path):
+    """Adam with foreach=True updates every parameter with `_foreach_addcdiv_(params, exp_avgs, denoms, step_sizes)`,
+    whose schema returns nothing: its outputs are the parameters it wrote (the dump had none, and the replay skipped
+    every _foreach_ op: "no output dumped"; its step sizes, a Scalar[], could not be rebuilt either)."""
+    import numpy as np
+    replay, out = dump_and_replay(tmp_path / "clean", "--foreach")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
+    foreach = [r for r in rows if r["OpType"].startswith("_foreach_")]
+    assert {r["OpType"] for r in foreach} >= {"_foreach_add_", "_foreach_mul_", "_foreach_addcmul_", "_foreach_div_",
+                                             "_foreach_addcdiv_", "_foreach_zero_"}, foreach
+    assert all(r["Result"] == "pass" for r in foreach), [r for r in foreach if r["Result"] != "pass"]
+    # The update's dumped outputs are the parameters after it: p + step_size * exp_avg / denom, from its own inputs.
+    folder = tmp_path / "clean" / "d" / "rank_0" / "net" / "0" / "1"
+    spec = json.loads(next(folder.glob("_foreach_addcdiv_.*.json")).read_text())
+    steps = spec["arguments"][3]["value"]
+    n = len(steps)
+    def tensors(kind):
+        files = sorted(folder.glob(f"_foreach_addcdiv_.*.{kind}.*.npy"), key=lambda f: int(f.name.split(f".{kind}.")[1].split(".")[0]))
+        return [np.load(f) for f in files]
+    ins, outs = tensors("input"), tensors("output")
+    assert len(ins) == 3 * n and len(outs) == n == 8, (len(ins), len(outs))
+    for i in range(n):
+        expected = ins[i] + np.float32(steps[i]) * ins[n + i] / ins[2 * n + i]
+        assert outs[i].shape == ins[i].shape and not np.array_equal(outs[i], ins[i]), i
+        np.testing.assert_allclose(outs[i], expected, rtol=1e-5, atol=1e-7)
+    replay, out = dump_and_replay(tmp_path / "faulty", "--foreach", faults="addcmul_inplace")
+    rows, _ = results(out)
+    flagged = {r["OpType"] for r in rows if r["Result"] in ("error", "warning")}
+    assert flagged == {"_foreach_addcmul_"}, [r for r in rows if r["Result"] in ("error", "warning")]
+
+
 def test_replay_says_what_is_missing(tmp_path):
     replay, out = dump_and_replay(tmp_path, save_args=False)
     assert replay.returncode == 0, replay.stderr
