@@ -179,8 +179,9 @@ def test_an_in_place_op_that_returns_nothing_is_dumped_with_what_it_wrote_and_re
     rows, summary = results(out)
     assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
     foreach = [r for r in rows if r["OpType"].startswith("_foreach_")]
+    # (_foreach_zero_ is zero_grad under PyTorch 1.13 only: 2.x sets the gradients to None.)
     assert {r["OpType"] for r in foreach} >= {"_foreach_add_", "_foreach_mul_", "_foreach_addcmul_", "_foreach_div_",
-                                             "_foreach_addcdiv_", "_foreach_zero_"}, foreach
+                                             "_foreach_addcdiv_"}, foreach
     assert all(r["Result"] == "pass" for r in foreach), [r for r in foreach if r["Result"] != "pass"]
     # The update's dumped outputs are the parameters after it: p + step_size * exp_avg / denom, from its own inputs.
     folder = tmp_path / "clean" / "d" / "rank_0" / "net" / "0" / "1"
