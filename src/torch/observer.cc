@@ -421,9 +421,10 @@ class Observer final : public RuntimeListener {
       for (const at::Tensor& t : results)
         *report.stream_id() = std::max(*report.stream_id(), stream_of(t));
       Busy busy(ts);
-      // (a debug scene checks what ops return, as before: a _foreach_zero_'s zeros are no overflow to look for)
+      // (an optimizer's _foreach_add_ is checked on what it wrote; a _foreach_zero_'s zeros hold no overflow)
       scenes_.end(fn, report.shared_dumper(), report.record(),
-                  returns_nothing ? std::vector<at::Tensor>() : ctx->selected ? results : std::move(results), ctx->scene);
+                  returns_nothing && ctx->fills ? std::vector<at::Tensor>() : ctx->selected ? results : std::move(results),
+                  ctx->scene);
     }
     if (!ctx->selected) return;
     std::vector<DumpTensor> outputs;

@@ -16,7 +16,7 @@ struct OpTraits {
   // What an in-place op's result may take from statistics already known (host_stats.h).
   enum class Derives : uint8_t {
     Nothing,
-    Fill,         // zero_, fill_: one value
+    Fill,         // zero_, fill_, _foreach_zero_: one value
     AddInPlace,   // add_: into a tensor holding zeros, the added tensor's (StatsCache::share)
     MulInPlace,   // mul_ by a number: the tensor's scaled (StatsCache::remember_scaled)
   };

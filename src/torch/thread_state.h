@@ -120,7 +120,7 @@ struct OpCtx final : RecordCtx {
   WrittenTensors written;  // tensors this op may modify in place
   WrittenStorages written_storages;  // and the storages they write
   std::vector<at::Tensor> written_results;  // an executed op whose schema returns nothing: what it writes
-  bool fills = false;  // zero_ / fill_: the result's statistics follow from one element
+  bool fills = false;  // zero_ / fill_ / _foreach_zero_: the result's statistics follow from one element
   at::Tensor added_to_zeros;  // add_ into a tensor holding +0 only: the tensor added (StatsCache::share)
   uint32_t zeros_version = 0;  // ...and the version of the tensor it adds into, before
   std::shared_ptr<LazyStats> scaled_from;  // mul_ by a scalar: the statistics of the tensor before

@@ -65,6 +65,43 @@ def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_foun
     assert root["tensors"][-1]["io"] == "output" and root["tensors"][-1]["beyond_fp16"] > 0
 
 
+# With foreach=True (the default on CUDA in PyTorch 2.x) each update is one op over every parameter
+# whose schema returns nothing (_foreach_add_(Tensor(a!)[] self, ...) -> ()): it is checked on the
+# tensors it writes, and its zero_grad()'s _foreach_zero_ is no overflow.
+FOREACH = {"sgd": ("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, foreach=True)", "_foreach_add_"),
+           "adam": ("torch.optim.Adam(m.parameters(), lr=0.01, foreach=True)", "_foreach_addcdiv_")}
+
+
+@pytest.mark.parametrize("optimizer", FOREACH)
+def test_an_optimizer_update_over_every_parameter_at_once_is_checked(tmp_path, optimizer):
+    make, update = FOREACH[optimizer]
+    out = run(tmp_path, """
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 128))
+        opt = eval(sys.argv[2])
+        x, y = torch.randn(8, 64), torch.randint(0, 128, (8,))
+        def step():
+            opt.zero_grad(set_to_none=False)
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            for _ in range(3):
+                step()
+            clean = list(d.overflows)
+            opt.param_groups[0]["lr"] = 1e12  # every update leaves float16's range, finite in float32
+            step()
+        print(json.dumps({"clean": clean, "overflows": d.overflows, "root_cause": d.root_cause,
+                          "params": len(list(m.parameters()))}))
+        """, make)
+    assert out["clean"] == []
+    assert [e["op_type"] for e in out["overflows"]] == [update], "the planted overflow was missed"
+    root = out["root_cause"]
+    assert root["op_type"] == update and root["inputs_finite"] is True
+    written = [t for t in root["tensors"] if t["io"] == "output"]
+    assert len(written) == out["params"]  # what it wrote: every parameter
+    assert all(t["beyond_fp16"] > 0 for t in written)
+
+
 @pytest.mark.parametrize("elements", [1000, 400_000])  # copied before the op writes it; checked before instead
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_bounds_at_the_edge_of_float16(tmp_path, elements, dtype):
