@@ -11,7 +11,8 @@ whose first output channel is 0.5% too large (also under bfloat16 autocast). Mod
 sigmoid, softmax), a small CNN (conv2d, batch_norm, relu, max_pool2d, linear) and a sequence model (embedding, gru, a
 transformer encoder layer built with dropout=0.0), each trained two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
-resnet18's forward (its Python API calls; a linear kernel 0.2% too large). Prints one line per scenario
+resnet18's forward (its Python API calls; a linear kernel 0.2% too large); an LSTM, whose backward makes many ops of
+one name. Prints one line per scenario
 and "localized K/N, controls clean C/M"; exit 0 when all are right. The step and the replays run under the
 steady allocator of the other benchmarks (steady_allocator.py): glibc's defaults fault a plain step's memory in
 again every step and make it look slower than it is."""
@@ -84,9 +85,19 @@ class Seq(torch.nn.Module):
     def forward(self, t):
         h, _ = self.rnn(self.emb(t))
         return torch.log_softmax(self.fc(self.layer(h).mean(1)).float(), dim=-1)
-net = {"mlp": Mlp, "cnn": Cnn, "seq": Seq}[model]()
+class Lstm(torch.nn.Module):
+    # one api op whose backward makes many autograd nodes of one type, and so many ops of one name (an
+    # LSTM's MulBackward0s: a float32 gradient times a bfloat16 gate under autocast, or both bfloat16)
+    def __init__(self):
+        super().__init__()
+        self.emb, self.rnn = torch.nn.Embedding(50, 32), torch.nn.LSTM(32, 32, batch_first=True)
+        self.fc = torch.nn.Linear(32, 10)
+    def forward(self, t):
+        h, _ = self.rnn(self.emb(t))
+        return torch.log_softmax(self.fc(h.mean(1)).float(), dim=-1)
+net = {"mlp": Mlp, "cnn": Cnn, "seq": Seq, "lstm": Lstm}[model]()
 x = {"mlp": lambda: torch.randn(32, 64), "cnn": lambda: torch.randn(8, 3, 32, 32),
-     "seq": lambda: torch.randint(0, 50, (8, 10))}[model]()
+     "seq": lambda: torch.randint(0, 50, (8, 10)), "lstm": lambda: torch.randint(0, 50, (4, 12))}[model]()
 y = torch.randint(0, 10, (x.shape[0],))
 opt = (torch.optim.Adam(net.parameters(), lr=1e-3, amsgrad=True) if "--amsgrad" in flags
        else torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=1e-4, foreach=True) if "--foreach" in flags
@@ -151,6 +162,10 @@ SCENARIOS = {
     "seq_sigmoid_inplace": ("seq", "sigmoid_inplace", [], {"gru"}),
     "seq_fp32": ("seq", "none", [], set()),
     "seq_bf16_autocast": ("seq", "none", ["--bf16"], set()),
+    # an lstm: each autograd node of a type it makes shares one name with the others; a tanh computed in
+    # bfloat16 inside it
+    "lstm_bf16_autocast": ("lstm", "none", ["--bf16"], set()),
+    "lstm_tanh_bf16": ("lstm", "tanh_bf16", [], {"lstm"}),
     # msprobe's tensor dump of resnet18's forward (tests/python/msprobe_workload.py): Python API calls
     "msprobe_linear_kernel": ("msprobe", "linear_kernel", [], {"linear"}),
     "msprobe_fp32": ("msprobe", "none", [], set()),

@@ -155,8 +155,13 @@ bool draws_nothing(const json& spec) {
   return false;
 }
 
-// The save_kernel_args files of a folder, by sanitized op name. `unreadable` counts the files that
-// did not parse across folders (the first three are named in `warnings`).
+// The key of an op's own args file where its name repeats in its folder (task_key), beside the
+// plain key of the name's first op. ('\t' is in no sanitized name.)
+std::string task_key(const std::string& key, uint64_t task) { return key + '\t' + std::to_string(task); }
+
+// The save_kernel_args files of a folder, by sanitized op name (the file of the name's first op) and by
+// task_key (every file recording its task id). `unreadable` counts the files that did not parse
+// across folders (the first three are named in `warnings`).
 std::map<std::string, json> kernel_args_of(const std::string& folder, std::vector<std::string>& warnings,
                                            size_t& unreadable) {
   std::map<std::string, json> out;
@@ -170,7 +175,14 @@ std::map<std::string, json> kernel_args_of(const std::string& folder, std::vecto
       if (spec.is_object() && spec.contains("op_name") && spec["op_name"].is_string() && spec.contains("operator") &&
           spec.contains("arguments")) {
         const std::string key = sanitize_name(spec["op_name"].get<std::string>());
-        out[key] = std::move(spec);
+        const bool plain = name.size() >= key.size() + 5 && name.compare(name.size() - key.size() - 5, key.size(), key) == 0;
+        if (spec.contains("task_id") && spec["task_id"].is_number_unsigned()) {
+          const std::string own = task_key(key, spec["task_id"].get<uint64_t>());
+          if (plain) out[key] = spec;
+          out[own] = std::move(spec);
+        } else {
+          out[key] = std::move(spec);  // a dump from before args files recorded their task
+        }
       }
     } catch (const std::exception& e) {
       if (++unreadable <= 3) warnings.push_back(f.path().string() + ": " + e.what() + " (its op is not replayed)");
@@ -455,7 +467,8 @@ ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options) 
       any_args |= !by_op.empty();
       found = specs.emplace(source, std::move(by_op)).first;
     }
-    auto spec = found->second.find(op->key);
+    auto spec = found->second.find(task_key(op->key, op->order));
+    if (spec == found->second.end()) spec = found->second.find(op->key);
     replayer.op(*op, spec == found->second.end() ? nullptr : &spec->second);
     progress.advance(1);
   }

@@ -33,9 +33,11 @@ std::string shown(const json& v) {
 
 json read_kernel_args(const DumpEntry& e) {
   if (e.op_type.empty() || e.op_name.empty() || e.source == DumpEntry::Source::Pt) return nullptr;
-  const std::string path = folder_of(e.path) + "/" + sanitize_name(e.op_type) + "." + sanitize_name(e.op_name) + ".json";
+  const std::string base = folder_of(e.path) + "/" + sanitize_name(e.op_type) + "." + sanitize_name(e.op_name);
   try {
-    const std::string text = read_text_file_if_present(path, uint64_t(64) << 20);
+    // A repeated name's op has a file of its own, named with its task id; the first has the plain one.
+    std::string text = read_text_file_if_present(base + "." + std::to_string(e.order) + ".json", uint64_t(64) << 20);
+    if (text.empty()) text = read_text_file_if_present(base + ".json", uint64_t(64) << 20);
     if (text.empty()) return nullptr;
     json spec = json::parse(text);
     return spec.is_object() ? spec : nullptr;

@@ -10,7 +10,8 @@
 
 namespace opdump::detail {
 
-// The save_kernel_args file of an entry's op ({op_type}.{op_name}.json in its folder), parsed;
+// The save_kernel_args file of an entry's op ({op_type}.{op_name}.{task_id}.json in its folder where its
+// name repeats there, else {op_type}.{op_name}.json), parsed;
 // null when there is none or it cannot be read.
 nlohmann::json read_kernel_args(const DumpEntry& e);
 

@@ -368,8 +368,20 @@ void Dumper::check_root() {
 void Dumper::write_kernel_args(const OpRecord& op, std::string json) {
   if (closed_.load(std::memory_order_acquire) || h5_) return;  // an .h5 dump keeps them in the op's group
   const std::string folder = op_folder(op);
-  const std::string path =
-      folder + "/" + names_.map(folder, sanitize_name(op.id.op_type) + "." + sanitize_name(op.id.op_name) + ".json");
+  const std::string base = sanitize_name(op.id.op_type) + "." + sanitize_name(op.id.op_name);
+  bool repeated;
+  {
+    std::lock_guard<std::mutex> lock(kernel_args_mutex_);
+    if (op.iteration != kernel_args_iteration_) {  // (folders are per iteration: the names of the last are done)
+      kernel_args_written_.clear();
+      kernel_args_iteration_ = op.iteration;
+    }
+    repeated = !kernel_args_written_.insert(folder + "/" + base).second;
+  }
+  const std::string task = std::to_string(op.id.task_id);
+  const std::string path = folder + "/" + names_.map(folder, repeated ? base + "." + task + ".json" : base + ".json");
+  // Which of the ops of one name the file describes: the task id of its tensor files.
+  if (json.size() > 2 && json.front() == '{') json.insert(1, "\"task_id\":" + task + ",");
   const uint64_t bytes = json.size();
   writer_->run(bytes, [this, path, json = std::move(json)] {
     writer_->write_now(path, json.data(), json.size(), nullptr, 0);

@@ -66,7 +66,9 @@ class Dumper final : public DumpSink {
   void dump_op(const OpRecord& op, const std::vector<DumpTensor>& inputs,
                const std::vector<DumpTensor>& outputs) override;
 
-  // the MindSpore Dump guide's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args).
+  // the MindSpore Dump guide's {op_type}.{op_name}.json beside the op's tensors (save_kernel_args),
+  // with the op's "task_id"; a name already written in the folder (one forward op's several autograd
+  // nodes of one type: an LSTM's MulBackward0s) goes to {op_type}.{op_name}.{task_id}.json.
   void write_kernel_args(const OpRecord& op, std::string json);
   // Lists an executed op (dumped or not) in the execution-order files (execution_log.h), with the
   // ids of its input and output tensors.
@@ -191,6 +193,9 @@ class Dumper final : public DumpSink {
   std::unique_ptr<H5Dump> h5_;  // file_format h5: the ops' tensors go to this one file
   std::unique_ptr<StatisticCsvWriter> statistics_;
   NameMapper names_;
+  std::mutex kernel_args_mutex_;
+  uint64_t kernel_args_iteration_ = 0;
+  std::set<std::string> kernel_args_written_;  // folder/type.name of the iteration in progress
   mutable std::mutex folders_mutex_;
   std::map<std::tuple<uint64_t, uint64_t, std::string>, std::string> folders_made_;  // (model id, iteration, model)
   std::atomic<bool> root_lost_reported_{false};
