@@ -86,15 +86,19 @@ class Seq(torch.nn.Module):
         h, _ = self.rnn(self.emb(t))
         return torch.log_softmax(self.fc(self.layer(h).mean(1)).float(), dim=-1)
 class Lstm(torch.nn.Module):
-    # one api op whose backward makes many autograd nodes of one type, and so many ops of one name (an
-    # LSTM's MulBackward0s: a float32 gradient times a bfloat16 gate under autocast, or both bfloat16)
+    # api ops whose backward makes several autograd nodes of one type, and so several ops of one name (the
+    # MulBackward0s of an LSTM on PyTorch 1.13, and of an LSTM cell, composite on every version: a float32
+    # gradient times a bfloat16 gate under autocast, or both bfloat16)
     def __init__(self):
         super().__init__()
         self.emb, self.rnn = torch.nn.Embedding(50, 32), torch.nn.LSTM(32, 32, batch_first=True)
-        self.fc = torch.nn.Linear(32, 10)
+        self.cell, self.fc = torch.nn.LSTMCell(32, 32), torch.nn.Linear(32, 10)
     def forward(self, t):
         h, _ = self.rnn(self.emb(t))
-        return torch.log_softmax(self.fc(h.mean(1)).float(), dim=-1)
+        state = (torch.zeros(t.shape[0], 32), torch.zeros(t.shape[0], 32))  # float32 under autocast too
+        for step in h.unbind(1)[-3:]:
+            state = self.cell(step, state)
+        return torch.log_softmax(self.fc(h.mean(1) + state[0]).float(), dim=-1)
 net = {"mlp": Mlp, "cnn": Cnn, "seq": Seq, "lstm": Lstm}[model]()
 x = {"mlp": lambda: torch.randn(32, 64), "cnn": lambda: torch.randn(8, 3, 32, 32),
      "seq": lambda: torch.randint(0, 50, (8, 10)), "lstm": lambda: torch.randint(0, 50, (4, 12))}[model]()
@@ -162,10 +166,10 @@ SCENARIOS = {
     "seq_sigmoid_inplace": ("seq", "sigmoid_inplace", [], {"gru"}),
     "seq_fp32": ("seq", "none", [], set()),
     "seq_bf16_autocast": ("seq", "none", ["--bf16"], set()),
-    # an lstm: each autograd node of a type it makes shares one name with the others; a tanh computed in
-    # bfloat16 inside it
+    # an lstm and an lstm cell: each autograd node of a type one makes shares one name with the others; a
+    # tanh computed in bfloat16 inside both
     "lstm_bf16_autocast": ("lstm", "none", ["--bf16"], set()),
-    "lstm_tanh_bf16": ("lstm", "tanh_bf16", [], {"lstm"}),
+    "lstm_tanh_bf16": ("lstm", "tanh_bf16", [], {"lstm", "lstm_cell"}),
     # msprobe's tensor dump of resnet18's forward (tests/python/msprobe_workload.py): Python API calls
     "msprobe_linear_kernel": ("msprobe", "linear_kernel", [], {"linear"}),
     "msprobe_fp32": ("msprobe", "none", [], set()),

@@ -304,7 +304,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     return "cannot run: " + what.substr(0, what.find('\n'));
   }
   std::vector<at::Tensor> seen, plain;
-  bool seen_ready = false, plain_ready = false;
+  bool seen_ready = false, plain_ready = false, plain_failed = false;
   const bool low_autocast = autocast == at::kBFloat16 || autocast == at::kHalf;
   for (const auto& [slot, entry] : op.outputs) {
     ReplayRow row = base;
@@ -363,8 +363,10 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
                                     floating && slot < seen.size() ? seen[slot] : at::Tensor(),
                                     floating && ran ? as_ran[slot] : at::Tensor());
     // Under a float16 or bfloat16 autocast, an output finer than it that PyTorch's own kernel gives
-    // otherwise with autocast off: the op is made of ops autocast casts down (a gru's linear layers),
-    // and computed at the autocast's precision. Asked only of an output not already passed.
+    // otherwise with autocast off, or cannot give at all: the op is made of ops autocast casts down
+    // (a gru's linear layers; an LSTM cell given a bfloat16 input and float32 weights and state, which
+    // without autocast is a dtype mismatch), and computed at the autocast's precision. Asked only of an
+    // output not already passed.
     if (row.judgement.result != Result::Pass && row.judgement.result != Result::Skipped && low_autocast && ran &&
         floating && as_ran[slot].defined() && rounding_step(dtype) < rounding_step(autocast)) {
       if (!plain_ready) {
@@ -373,11 +375,12 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
           std::string unused;
           plain = run_on_copies(*handle, spec, inputs, at::ScalarType::Undefined, &unused).value_or(plain);
         } catch (const std::exception&) {
-          plain.clear();  // no kernel without autocast: judged at the output's dtype
+          plain.clear();
+          plain_failed = true;
         }
       }
-      if (slot < plain.size() && plain[slot].defined() && plain[slot].scalar_type() == as_ran[slot].scalar_type() &&
-          !plain[slot].equal(as_ran[slot]))
+      if (plain_failed || (slot < plain.size() && plain[slot].defined() &&
+                           plain[slot].scalar_type() == as_ran[slot].scalar_type() && !plain[slot].equal(as_ran[slot])))
         row.judgement = standard.judge(dumped, reference, dtype, slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
                                        at::Tensor(), as_ran[slot], autocast);
     }

@@ -204,27 +204,30 @@ def test_an_in_place_op_that_returns_nothing_is_dumped_with_what_it_wrote_and_re
 
 
 def test_ops_of_one_name_are_replayed_each_with_its_own_arguments(tmp_path):
-    """An LSTM's backward makes many autograd nodes of one type, whose ops share one name; under bfloat16
-    autocast some multiply a float32 gradient by a bfloat16 gate, others two bfloat16 tensors. Each gets
-    an args file of its own (the name's first the plain one, the others named with their task id), and
-    each is replayed at its own dtypes: nothing is flagged. (With one file per name, the last op's
-    dtypes replayed every other, and dozens of bfloat16 multiplications failed the float32 standard.)"""
+    """An LSTM cell's backward makes three autograd nodes of one type (an LSTM's, on PyTorch 1.13, dozens),
+    whose ops share one name; under bfloat16 autocast some multiply a float32 gradient by a bfloat16 gate,
+    others two bfloat16 tensors. Each gets an args file of its own (the name's first the plain one, the
+    others named with their task id), and each is replayed at its own dtypes: nothing is flagged. (With
+    one file per name, the last op's dtypes replayed every other, and bfloat16 multiplications failed the
+    float32 standard.)"""
     replay, out = dump_and_replay(tmp_path, "--bf16", model="lstm")
     assert replay.returncode == 0, replay.stderr
     rows, summary = results(out)
     assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] in ("error", "warning")]
-    assert summary["ops"]["replayed"] == summary["ops"]["total"], summary["ops"]
-    name = "mul.Gradients_Default_net_rnn-LSTM_lstm-op0_MulBackward0_mul-op0"
+    # (PyTorch 2.x runs the LSTM as oneDNN's RNN layer, whose backward has no float64 kernel to judge it by)
+    skipped = [r for r in rows if r["Result"] == "skipped"]
+    assert all(r["OpType"] == "mkldnn_rnn_layer_backward" for r in skipped), skipped
+    name = "mul.Gradients_Default_net_cell-LSTMCell_lstm_cell-op0_MulBackward0_mul-op0"
     folder = next((tmp_path / "d").rglob(name + ".*.npy")).parent
-    own = sorted(folder.glob(name + ".*.json"))
-    first = json.loads((folder / (name + ".json")).read_text())
-    assert len(own) >= 10, sorted(p.name for p in folder.glob("mul.*.json"))[:20]
-    tasks = {json.loads(p.read_text())["task_id"] for p in own}
-    assert len(tasks) == len(own) and first["task_id"] not in tasks
-    assert tasks <= {int(p.name.split(".")[2]) for p in folder.glob(name + ".*.npy")}  # each op's tensor files
-    dtypes = {tuple(a["value"]["dtype"] for a in json.loads(p.read_text())["arguments"]) for p in own}
+    first, own = folder / (name + ".json"), sorted(folder.glob(name + ".*.json"))
+    assert len(own) >= 2, sorted(p.name for p in folder.glob("mul.*.json"))
+    specs = [json.loads(p.read_text()) for p in [first, *own]]
+    tasks = [spec["task_id"] for spec in specs]
+    assert len(set(tasks)) == len(tasks)
+    assert set(tasks) == {int(p.name.split(".")[2]) for p in folder.glob(name + ".*.output.0.*.npy")}  # its ops' files
+    dtypes = {tuple(a["value"]["dtype"] for a in spec["arguments"]) for spec in specs}
     assert ("BFloat16", "BFloat16") in dtypes and len(dtypes) > 1, dtypes
-    mul = [r for r in rows if r["OpName"].endswith("MulBackward0/mul-op0")]
+    mul = [r for r in rows if "MulBackward0/mul-op" in r["OpName"]]
     assert {r["DataType"] for r in mul} == {"Float", "BFloat16"}, {r["DataType"] for r in mul}
 
 
