@@ -39,6 +39,22 @@ at::Tensor high_precision(const at::Tensor& t) {
   return at::isFloatingType(t.scalar_type()) ? t.to(at::kDouble, /*non_blocking=*/false, /*copy=*/true) : t.clone();
 }
 
+// A float64 run's stack with an out= buffer, which is float64 there, and a `dtype` argument naming
+// a float type (`sum(x, dim, dtype=torch.float32, out=...)`, what `mean` calls at kernel level): the
+// `dtype` becomes float64 too, or the kernel refuses the buffer.
+std::vector<c10::IValue> widened_dtype(const c10::OperatorHandle& op, std::vector<c10::IValue> stack) {
+  const auto& args = op.schema().arguments();
+  const bool out = std::any_of(args.begin(), args.end(), [](const c10::Argument& a) {
+    return a.kwarg_only() && a.alias_info() && a.alias_info()->isWrite();
+  });
+  if (!out) return stack;
+  for (size_t i = 0; i < args.size() && i < stack.size(); ++i)
+    if (args[i].name() == "dtype" && stack[i].isInt() &&
+        at::isFloatingType(static_cast<at::ScalarType>(stack[i].toInt())))
+      stack[i] = c10::IValue(static_cast<int64_t>(at::kDouble));
+  return stack;
+}
+
 // Whether two runs' results are the same, bit for bit (undefined where both are).
 bool same_results(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
   if (a.size() != b.size()) return false;
@@ -296,9 +312,9 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     }
     auto stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
-    exact = run_call(*handle, std::move(*stack));
+    exact = run_call(*handle, widened_dtype(*handle, std::move(*stack)));
     stack = build_stack(*handle, spec, moved, &why);
-    if (stack) perturbed = run_call(*handle, std::move(*stack));
+    if (stack) perturbed = run_call(*handle, widened_dtype(*handle, std::move(*stack)));
   } catch (const std::exception& e) {
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));

@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from replay_bench import TRAIN  # noqa: E402
 
 
-def dump_and_replay(tmp_path, *flags, save_args=True, saved_data="tensor", model="mlp", faults=None):
+def dump_and_replay(tmp_path, *flags, save_args=True, saved_data="tensor", model="mlp", faults=None, **opdump):
     tmp_path.mkdir(exist_ok=True)
-    cfg = ms_config(tmp_path / "d", iteration="1", saved_data=saved_data, e2e={"save_kernel_args": save_args})
+    cfg = ms_config(tmp_path / "d", iteration="1", saved_data=saved_data, e2e={"save_kernel_args": save_args}, **opdump)
     (tmp_path / "c.json").write_text(json.dumps(cfg))
     faults = faults or ("sigmoid,tanh_bf16" if "--faulty" in flags else "none")
     flags = [f for f in flags if f != "--faulty"]
@@ -229,6 +229,19 @@ def test_ops_of_one_name_are_replayed_each_with_its_own_arguments(tmp_path):
     assert ("BFloat16", "BFloat16") in dtypes and len(dtypes) > 1, dtypes
     mul = [r for r in rows if "MulBackward0/mul-op" in r["OpName"]]
     assert {r["DataType"] for r in mul} == {"Float", "BFloat16"}, {r["DataType"] for r in mul}
+
+
+def test_a_kernel_level_dump_replays_an_out_op_given_a_float_dtype(tmp_path):
+    """At kernel level `mean` is `sum(x, dim, dtype=torch.float32, out=buffer)`: in the float64 run the buffer
+    is float64, and so is the dtype (before, the kernel refused the buffer and the op was skipped)."""
+    replay, out = dump_and_replay(tmp_path, model="lstm", level="kernel")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] in ("error", "warning")]
+    sums = [r for r in rows if r["OpType"] == "sum" and "mean-op" in r["OpName"]]
+    assert sums and all(r["Result"] == "pass" and r["DataType"] == "Float" for r in sums), sums
+    assert all(r["Result"] != "skipped" or r["OpType"] == "cudnn_is_acceptable" for r in rows), \
+        [r for r in rows if r["Result"] == "skipped"]
 
 
 def test_replay_says_what_is_missing(tmp_path):
