@@ -23,6 +23,20 @@ def run(tmp_path, body, *args):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+# A training step of an MLP with the optimizer `sys.argv[2]` makes (run() dedents the body it is part of).
+TRAINING = """
+        torch.manual_seed(0)
+        # a 1 MB weight (copied before an op writes it) and a 2 MB one (checked before instead)
+        m = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 128))
+        opt = eval(sys.argv[2])
+        x, y = torch.randn(8, 64), torch.randint(0, 128, (8,))
+        def step():
+            opt.zero_grad(set_to_none=False)
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+"""
+
+
 # Per parameter and step (after the first), the updates known clean: momentum SGD's mul_, add_ on the
 # buffer, add_ on the parameter and the gradient accumulated into its zeroed tensor; Adam's lerp_ or
 # mul_/add_ of the first moment, mul_ and addcmul_ of the second, the division of its square root and
@@ -34,16 +48,7 @@ OPTIMIZERS = {"sgd": ("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)", 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_found(tmp_path, optimizer):
     make, bounded_per_step, update = OPTIMIZERS[optimizer]
-    out = run(tmp_path, """
-        torch.manual_seed(0)
-        # a 1 MB weight (copied before an op writes it) and a 2 MB one (checked before instead)
-        m = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 128))
-        opt = eval(sys.argv[2])
-        x, y = torch.randn(8, 64), torch.randint(0, 128, (8,))
-        def step():
-            opt.zero_grad(set_to_none=False)
-            torch.nn.functional.cross_entropy(m(x), y).backward()
-            opt.step()
+    out = run(tmp_path, TRAINING + """
         with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
             for _ in range(4):
                 step()
@@ -75,15 +80,7 @@ FOREACH = {"sgd": ("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, forea
 @pytest.mark.parametrize("optimizer", FOREACH)
 def test_an_optimizer_update_over_every_parameter_at_once_is_checked(tmp_path, optimizer):
     make, update = FOREACH[optimizer]
-    out = run(tmp_path, """
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 128))
-        opt = eval(sys.argv[2])
-        x, y = torch.randn(8, 64), torch.randint(0, 128, (8,))
-        def step():
-            opt.zero_grad(set_to_none=False)
-            torch.nn.functional.cross_entropy(m(x), y).backward()
-            opt.step()
+    out = run(tmp_path, TRAINING + """
         with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
             for _ in range(3):
                 step()
