@@ -8,7 +8,12 @@
 
 namespace opdump::pt::detail {
 
-std::pair<std::string, std::string> module_scope_path() {
+const ModuleScope& module_scope_path(LastModuleScope& last) {
+  auto hierarchy = torch::jit::currentModuleHierarchy();
+  // Without TorchScript's hierarchy the scope is opdump's alone, and its paths tell it apart.
+  if (hierarchy.size() <= 1 && !last.scripted && last.scope.path == scopes::path() &&
+      last.short_path == scopes::short_path())
+    return last.scope;
   std::string path = scopes::path();
   const std::string& short_path = scopes::short_path();
   std::string brief;
@@ -17,7 +22,6 @@ std::pair<std::string, std::string> module_scope_path() {
   // Where the last element starts in `path` (npos: none), and its short form's length in `brief`.
   size_t last_at = scopes::depth() ? path.rfind('/') + 1 : std::string::npos;
   size_t last_short = scopes::depth() ? brief.size() - brief.rfind('/') - 1 : 0;
-  auto hierarchy = torch::jit::currentModuleHierarchy();
   // Entries look like "conv(Conv2d)::forward"; "SELF(...)" is a method of the same module.
   for (size_t i = 1; i < hierarchy.size(); ++i) {  // [0] is the top module: already the model scope
     std::string e = hierarchy[i];
@@ -34,7 +38,11 @@ std::pair<std::string, std::string> module_scope_path() {
   // The op's own module keeps its class in the short form too.
   if (last_at != std::string::npos && last_at < path.size())
     brief.replace(brief.size() - last_short, last_short, path, last_at, std::string::npos);
-  return {std::move(path), std::move(brief)};
+  last.scripted = hierarchy.size() > 1;
+  last.short_path = short_path;
+  last.scope.path = std::move(path);
+  last.scope.brief = std::move(brief);
+  return last.scope;
 }
 
 }  // namespace opdump::pt::detail

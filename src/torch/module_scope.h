@@ -10,6 +10,17 @@ namespace opdump::pt::detail {
 // containers by attribute alone and the op's own module with its class
 // ("Default/net/layer1/0/conv1-Conv2d"), so that filters on a module's name still select its
 // backward ops while deep models stay under the file-name limit.
-std::pair<std::string, std::string> module_scope_path();
+struct ModuleScope {
+  std::string path, brief;
+};
+// The last scope a thread asked for: the ops of one module ask for the same one, which would be
+// two strings made per op.
+struct LastModuleScope {
+  ModuleScope scope;
+  std::string short_path;  // opdump's short path it was made from
+  bool scripted = true;    // it has TorchScript's hierarchy in it
+};
+// The calling thread's, `last` its LastModuleScope (valid until the next call with it).
+const ModuleScope& module_scope_path(LastModuleScope& last);
 
 }  // namespace opdump::pt::detail

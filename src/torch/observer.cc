@@ -279,10 +279,14 @@ class Observer final : public RuntimeListener {
     if (top) {
       ctx->top = ctx.get();
       if (ts.nodes.empty()) {
-        auto [scope, short_scope] = module_scope_path();
+        const ModuleScope& module = module_scope_path(ts.module_scope);
+        std::string_view scope = module.path, short_scope = module.brief;
+        std::string gradient_scope, gradient_short_scope;
         if (ts.engine > 0) {  // gradient hooks and accumulation: backward, outside any node
-          scope = "Gradients/" + scope;
-          short_scope = "Gradients/" + short_scope;
+          gradient_scope = "Gradients/" + module.path;
+          gradient_short_scope = "Gradients/" + module.brief;
+          scope = gradient_scope;
+          short_scope = gradient_short_scope;
         }
         const uint64_t n = ts.calls.next(scope, ts.engine > 0 ? identity::counted_type(op_type) : op_type);
         ctx->name = identity::op_name(scope, op_type, n);
@@ -326,7 +330,7 @@ class Observer final : public RuntimeListener {
     if (op.returns_nothing && !ctx->written.empty()) written_results(fn, op, ctx->written_results);
     Tensors tensors(ts);
     std::vector<at::Tensor>& inputs = tensors.of(fn.inputs());
-    ids_.ids(inputs, ctx->input_ids, &ctx->named);
+    ids_.ids(inputs, ts.tensor_ids, ctx->input_ids, &ctx->named);
     const OpPlan plan = ctx->report.decide();
     if (plan.scene) {
       ctx->in_scene = true;
@@ -408,7 +412,7 @@ class Observer final : public RuntimeListener {
     const bool returns_nothing = !ctx->written_results.empty();
     if (returns_nothing) results = std::move(ctx->written_results);
     TensorIds::List output_ids;
-    ids_.ids(results, output_ids, &ctx->named);
+    ids_.ids(results, ts.tensor_ids, output_ids, &ctx->named);
     std::string source;
     if (dumper.wants_source(report.record().model_id)) {
       Busy busy(ts);

@@ -13,7 +13,13 @@ bool whole_storage(const at::Tensor& t) {
          static_cast<size_t>(t.numel()) * t.element_size() == t.storage().nbytes();
 }
 
+std::atomic<uint64_t> g_generations{1};  // (0: a slot never cached)
+
 }  // namespace
+
+TensorIds::TensorIds(const RuntimeInterface& runtime) : runtime_(runtime), generation_(g_generations.fetch_add(1)) {}
+
+void TensorIds::next_generation_locked() { generation_.store(g_generations.fetch_add(1), std::memory_order_release); }
 
 TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   if (!has_storage(t)) return nullptr;
@@ -26,14 +32,29 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   return &it->second;
 }
 
-void TensorIds::ids(const std::vector<at::Tensor>& tensors, List& out,
+void TensorIds::ids(const std::vector<at::Tensor>& tensors, ThreadCache& cache, List& out,
                     std::vector<std::pair<uint64_t, std::string>>* named) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  // Most of an op's tensors were seen by an earlier op on this thread (its parameters, the last
+  // op's outputs): their ids come from this thread's cache, without the lock and the map.
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   for (const at::Tensor& t : tensors) {
+    if (!has_storage(t)) {
+      out.push_back(kNone);
+      continue;
+    }
+    const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
+    ThreadCache::Slot& slot = cache.slots_[(reinterpret_cast<uintptr_t>(key) >> 4) % ThreadCache::kSlots];
+    if (slot.key == key && slot.generation == generation) {
+      out.push_back(slot.id);
+      continue;
+    }
+    if (!lock.owns_lock()) lock.lock();
     bool fresh = false;
     Entry* e = entry_locked(t, &fresh);
-    out.push_back(e ? e->id : kNone);
+    out.push_back(e->id);
     if (fresh && named) name_of(t, e->id, *named);
+    slot = ThreadCache::Slot{key, e->id, generation};
   }
 }
 
@@ -47,12 +68,15 @@ void TensorIds::alias(const at::Tensor& from, const at::Tensor& to) {
   const c10::StorageImpl* key = to.storage().unsafeGetStorageImpl();
   if (key == from.storage().unsafeGetStorageImpl()) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  next_generation_locked();  // `to`'s id changes: no thread's cached one holds
   const Entry source = *entry_locked(from);
   *entry_locked(to) = Entry{to.storage().getWeakStorageImpl(), source.id};
 }
 
 void TensorIds::prune() {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Before any entry goes: a storage freed here may be made anew at the same address.
+  next_generation_locked();
   for (auto it = entries_.begin(); it != entries_.end();)
     it = it->second.alive.expired() ? spare_.erase(entries_, it, [](Entry& e) { e.alive.reset(); }) : std::next(it);
 }

@@ -14,6 +14,7 @@
 #include "dumper/dump_sink.h"
 #include "host_stats.h"
 #include "identity/op_names.h"
+#include "module_scope.h"
 #include "runtime/op_report.h"
 #include "scene_capture.h"
 #include "tensor_ids.h"
@@ -43,6 +44,8 @@ struct ThreadState {
   StatsCache cache;
   ReductionBatcher device_stats{Reduction::Statistics};  // statistics of device tensors, staged per op
   OpTraitsCache op_traits;
+  TensorIds::ThreadCache tensor_ids;
+  LastModuleScope module_scope;
   // An op's tensors while its callback looks at them (empty between callbacks: it holds no tensor).
   std::vector<at::Tensor> tensors;
 };
@@ -99,6 +102,9 @@ struct RecordCtx : at::ObserverContext {
 
 struct MarkCtx final : RecordCtx {
   explicit MarkCtx(Kind k) : RecordCtx(k) {}
+  // made and deleted for most records, on the thread that runs them: from a free list per thread
+  static void* operator new(size_t size);
+  static void operator delete(void* block);
 };
 
 struct OpCtx final : RecordCtx {

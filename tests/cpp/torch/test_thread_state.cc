@@ -42,3 +42,21 @@ TEST(OpCtx, NestedContextsGetDistinctBlocksAndOthersThreadsDeleteThem) {
   for (const auto& c : again) distinct.insert(c.get());
   EXPECT_EQ(distinct.size(), again.size());
 }
+
+TEST(MarkCtx, BlocksAreReusedOnTheirThreadApartFromOpContexts) {
+  auto mark = std::make_unique<MarkCtx>(RecordCtx::Kind::Nested);
+  const void* block = mark.get();
+  mark.reset();
+  auto op = std::make_unique<OpCtx>();  // an OpCtx never takes a MarkCtx's (smaller) block
+  EXPECT_NE(static_cast<const void*>(op.get()), block);
+  auto again = std::make_unique<MarkCtx>(RecordCtx::Kind::Engine);
+  EXPECT_EQ(static_cast<const void*>(again.get()), block);
+  EXPECT_EQ(again->kind, RecordCtx::Kind::Engine);
+  // Contexts alive at once (records nested in each other) never share a block.
+  std::vector<std::unique_ptr<MarkCtx>> nested;
+  for (int i = 0; i < 300; ++i) nested.push_back(std::make_unique<MarkCtx>(RecordCtx::Kind::Node));
+  std::set<const void*> blocks;
+  for (const auto& c : nested) blocks.insert(c.get());
+  blocks.insert(again.get());
+  EXPECT_EQ(blocks.size(), nested.size() + 1);
+}
