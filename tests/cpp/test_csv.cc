@@ -48,3 +48,20 @@ TEST(Csv, RowsEndedByACommaAsMindSporeWritesThem) {
   // two cells too many is still a ragged row
   EXPECT_THROW(parse_csv("a,b\n1,2,3,\n", "s.csv"), FormatError);
 }
+
+TEST(Csv, CellsAreQuotedWhereverTheirSpecialCharacterIs) {
+  // (long cells are looked at 16 bytes at a time, the rest one by one: every position of both)
+  for (const char special : {',', '"', '\n', '\r'})
+    for (size_t at = 0; at < 40; ++at) {
+      std::string cell(40, 'a');
+      cell[at] = special;
+      std::string out;
+      opdump::append_csv_cell(out, cell);
+      ASSERT_EQ(out.front(), '"') << "special character " << int(special) << " at " << at;
+      ASSERT_EQ(out.back(), '"');
+      EXPECT_EQ(out.size(), cell.size() + 2 + (special == '"' ? 1 : 0));
+    }
+  std::string plain;
+  opdump::append_csv_cell(plain, std::string(100, 'b') + "/conv2d-op0");
+  EXPECT_EQ(plain, std::string(100, 'b') + "/conv2d-op0");
+}

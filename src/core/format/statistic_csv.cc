@@ -33,8 +33,21 @@ void append_row_head(std::string& out, const StatisticRowHead& r) {
   append_csv_cell(out, r.op.op_type);
   out += ',';
   append_csv_cell(out, r.op.op_name);
-  fmt::format_to(std::back_inserter(out), FMT_COMPILE(",{},{},{},{},{},{},{},\"("), r.op.task_id, r.op.stream_id,
-                 r.op.timestamp, to_string(r.io), r.slot, r.data_size, dtype_name(r.dtype));
+  // Appended piece by piece: fmt's back-inserter into a std::string resized it (and filled the new
+  // bytes) for every piece, a third of the writer's time per row.
+  for (const uint64_t n : {r.op.task_id, r.op.stream_id, r.op.timestamp}) {
+    out += ',';
+    append_number(out, n);
+  }
+  out += ',';
+  out += to_string(r.io);
+  out += ',';
+  append_number(out, r.slot);
+  out += ',';
+  append_number(out, r.data_size);
+  out += ',';
+  out += dtype_name(r.dtype);
+  out += ",\"(";
   for (size_t i = 0; i < r.ndim; ++i) {
     if (i) out += ',';
     append_number(out, r.dims[i]);

