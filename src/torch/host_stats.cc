@@ -266,27 +266,41 @@ void ReleaseQueue::release() {
 
 uint64_t fingerprint(const void* data, size_t bytes) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
+  constexpr uint64_t kPrime = 1099511628211ull;
   uint64_t h = 1469598103934665603ull ^ bytes;
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ull;
-    h ^= h >> 29;
-  };
   if (bytes < 8) {
-    for (size_t i = 0; i < bytes; ++i) mix(p[i]);
+    for (size_t i = 0; i < bytes; ++i) {
+      h ^= p[i];
+      h *= kPrime;
+      h ^= h >> 29;
+    }
     return h;
   }
-  constexpr int kSamples = 32;
-  for (int i = 0; i <= kSamples; ++i) {
+  // The same words as ever (32 strides and both ends), in four chains whose multiplies overlap:
+  // every step is a bijection of its chain, and so is the fold of the chains for each one, so a
+  // change in any one sampled word changes the fingerprint. (It runs for every remembered
+  // statistic an op reads, and twice around each pass.)
+  constexpr size_t kSamples = 32;
+  const size_t stride = (bytes - 8) / kSamples;
+  auto word = [p](size_t at) {
     uint64_t w;
-    const size_t at = (bytes - 8) / kSamples * static_cast<size_t>(i);
     std::memcpy(&w, p + at, 8);
-    mix(w);
+    return w;
+  };
+  uint64_t a = h, b = h ^ 0x9e3779b97f4a7c15ull, c = h ^ 0xc2b2ae3d27d4eb4full, d = h ^ 0x165667b19e3779f9ull;
+  const unsigned char* at = p;
+  const size_t step = 4 * stride;
+  for (size_t i = 0; i < kSamples; i += 4, at += step) {
+    a = (a ^ word(at - p)) * kPrime;
+    b = (b ^ word(at - p + stride)) * kPrime;
+    c = (c ^ word(at - p + 2 * stride)) * kPrime;
+    d = (d ^ word(at - p + 3 * stride)) * kPrime;
   }
-  uint64_t last;
-  std::memcpy(&last, p + bytes - 8, 8);
-  mix(last);
-  return h;
+  a = (a ^ word(stride * kSamples)) * kPrime;
+  b = (b ^ word(bytes - 8)) * kPrime;
+  h = a;
+  for (const uint64_t lane : {b, c, d}) h = ((h ^ (h >> 29)) * kPrime) ^ lane;
+  return h ^ (h >> 29);
 }
 
 uint64_t storage_fingerprint(const at::Tensor& t) {
