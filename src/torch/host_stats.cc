@@ -288,13 +288,12 @@ uint64_t fingerprint(const void* data, size_t bytes) {
     return w;
   };
   uint64_t a = h, b = h ^ 0x9e3779b97f4a7c15ull, c = h ^ 0xc2b2ae3d27d4eb4full, d = h ^ 0x165667b19e3779f9ull;
-  const unsigned char* at = p;
-  const size_t step = 4 * stride;
-  for (size_t i = 0; i < kSamples; i += 4, at += step) {
-    a = (a ^ word(at - p)) * kPrime;
-    b = (b ^ word(at - p + stride)) * kPrime;
-    c = (c ^ word(at - p + 2 * stride)) * kPrime;
-    d = (d ^ word(at - p + 3 * stride)) * kPrime;
+  for (size_t i = 0; i < kSamples; i += 4) {
+    const size_t at = stride * i;
+    a = (a ^ word(at)) * kPrime;
+    b = (b ^ word(at + stride)) * kPrime;
+    c = (c ^ word(at + 2 * stride)) * kPrime;
+    d = (d ^ word(at + 3 * stride)) * kPrime;
   }
   a = (a ^ word(stride * kSamples)) * kPrime;
   b = (b ^ word(bytes - 8)) * kPrime;
