@@ -8,6 +8,7 @@
 //   forward api op:  {module scope}/{op}-op{n}            n counts ops of this type in this scope
 //   nested op:       {api op name}/{op}-op{k}             k counts ops of this type below the api op
 //   backward op:     Gradients/{forward op, short scope}/{Node}/{op}-op{k}
+//                    ({Node}-{j} for the j-th further node of one type from one forward op)
 //                    (the autograd node's sequence number names the forward op that created it)
 #include <ATen/ATen.h>
 #include <ATen/SequenceNumber.h>
@@ -139,6 +140,7 @@ class Observer final : public RuntimeListener {
     for (auto it = forward_ops_.begin(); it != forward_ops_.end();)
       it = spare_forward_ops_.erase(forward_ops_, it, [](ForwardOp&) {});
     orphan_nodes_.clear();
+    backward_nodes_.clear();
   }
 
   static std::unique_ptr<at::ObserverContext> start_cb(const at::RecordFunction& fn) {
@@ -213,7 +215,8 @@ class Observer final : public RuntimeListener {
         auto it = forward_ops_.find({fn.forwardThreadId(), fn.seqNr()});
         if (it != forward_ops_.end()) {
           const ForwardOp& fwd = it->second;
-          if (!fwd.short_name.empty()) f.prefix = identity::backward_scope(fwd.short_name, node);
+          if (!fwd.short_name.empty())
+            f.prefix = identity::backward_scope(fwd.short_name, node, backward_nodes_.next(fwd.short_name, node));
           f.model = fwd.model;
           f.model_id = fwd.model_id;
         } else {
@@ -517,6 +520,7 @@ class Observer final : public RuntimeListener {
   ForwardOps forward_ops_;
   NodeRecycler<ForwardOps> spare_forward_ops_;  // under forward_mutex_: every iteration makes them anew
   identity::CallIndex orphan_nodes_;  // under forward_mutex_
+  identity::CallIndex backward_nodes_;  // (forward op, node type) -> nodes run so far; under forward_mutex_
   TensorIds ids_;
   std::atomic<int> level_{static_cast<int>(ObserveLevel::Api)};
   std::atomic<int> scene_{static_cast<int>(Scene::Normal)};

@@ -81,6 +81,10 @@ TEST(OpNames, BackwardScopes) {
   EXPECT_EQ(op_name("Default/net-Net/conv1-Conv2d", "conv2d", 0), "Default/net-Net/conv1-Conv2d/conv2d-op0");
   EXPECT_EQ(backward_scope("Default/net/conv1-Conv2d/conv2d-op0", "ConvolutionBackward0"),
             "Gradients/Default/net/conv1-Conv2d/conv2d-op0/ConvolutionBackward0");
+  EXPECT_EQ(backward_scope("Default/net/cosine_similarity-op0", "DivBackward0", 0),
+            "Gradients/Default/net/cosine_similarity-op0/DivBackward0");
+  EXPECT_EQ(backward_scope("Default/net/cosine_similarity-op0", "DivBackward0", 1),
+            "Gradients/Default/net/cosine_similarity-op0/DivBackward0-1");
   EXPECT_EQ(orphan_backward_scope("AccumulateGrad", 3), "Gradients/AccumulateGrad-3");
 }
 

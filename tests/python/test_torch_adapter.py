@@ -104,6 +104,35 @@ def test_backward_keeps_forward_names_under_bf16_autocast(workload, tmp_path):
                for n in backward), backward
 
 
+def test_nodes_of_one_type_from_one_forward_op_get_names_of_their_own(tmp_path):
+    """cosine_similarity makes two DivBackward0, two SqrtBackward0 and two PowBackward0 nodes: each
+    node's ops are named apart ({node}-1 for the second), in every iteration alike, so that no two
+    ops of an iteration share a name (a compare pairs ops by name)."""
+    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0|1", saved_data="statistic"))
+    code = ("import sys, torch, opdump\n"
+            "torch.manual_seed(0)\n"
+            "lin = torch.nn.Linear(8, 8)\n"
+            "opdump.register_model(lin, 'net')\n"
+            "opdump.set_dump(sys.argv[1])\n"
+            "x = torch.randn(4, 8, requires_grad=True)\n"  # both branches of the similarity have gradients
+            "for _ in range(2):\n"
+            "    lin.zero_grad(set_to_none=True); x.grad = None\n"
+            "    torch.nn.functional.cosine_similarity(lin(x), x, dim=-1).sum().backward()\n"
+            "    opdump.step()\n"
+            "opdump.finalize_dump()\n")
+    run_script(code, cfg)
+    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
+    rows = list(csv.DictReader(open(order)))
+    names = {it: [row["Op Name"] for row in rows if row["Iteration"] == it] for it in ("0", "1")}
+    assert len(names["0"]) > 12 and names["0"] == names["1"]
+    assert len(set(names["0"])) == len(names["0"]), [n for n in names["0"] if names["0"].count(n) > 1]
+    node = "Gradients/Default/cosine_similarity-op0/DivBackward0"
+    first = [n for n in names["0"] if n.startswith(node + "/")]
+    second = [n for n in names["0"] if n.startswith(node + "-1/")]
+    assert first and [n.replace(node + "-1/", node + "/") for n in second] == first  # the same ops, named apart
+    assert not any(n.startswith(node + "-2/") for n in names["0"])
+
+
 def test_deep_models_need_no_generated_names(tmp_path):
     code = ("import torch, torchvision, opdump, json, sys\n"
             "opdump.set_dump(sys.argv[1])\n"

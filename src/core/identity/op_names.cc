@@ -62,14 +62,18 @@ std::string op_name(std::string_view scope, std::string_view type, uint64_t inde
   return out;
 }
 
-std::string backward_scope(std::string_view forward_op, std::string_view node) {
+std::string backward_scope(std::string_view forward_op, std::string_view node, uint64_t occurrence) {
   constexpr std::string_view gradients = "Gradients/";
   std::string out;
-  out.reserve(gradients.size() + forward_op.size() + 1 + node.size());  // one allocation
+  out.reserve(gradients.size() + forward_op.size() + 1 + node.size() + (occurrence ? 21 : 0));  // one allocation
   out.append(gradients);
   out.append(forward_op);
   out += '/';
   out.append(node);
+  if (occurrence) {
+    out += '-';
+    out += std::to_string(occurrence);
+  }
   return out;
 }
 

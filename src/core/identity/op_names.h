@@ -57,8 +57,11 @@ OPDUMP_ADAPTER_API std::string op_name(std::string_view scope, std::string_view 
 // The scope of the ops an autograd node runs: "Gradients/{forward op}/{node}". `forward_op` is
 // the forward op's name with its container modules written by attribute alone
 // ("Default/net/layer1/0/conv1-Conv2d/conv2d-op0"), which keeps backward names of deep models
-// under the file-name limit.
-OPDUMP_ADAPTER_API std::string backward_scope(std::string_view forward_op, std::string_view node);
+// under the file-name limit. A forward op may create several nodes of one type (cosine_similarity
+// makes two DivBackward0): `occurrence` counts them in the order the engine runs them, and every
+// one after the first is "{node}-{occurrence}", so that no two ops of an iteration share a name.
+OPDUMP_ADAPTER_API std::string backward_scope(std::string_view forward_op, std::string_view node,
+                                              uint64_t occurrence = 0);
 // For a node no forward op created (AccumulateGrad, nodes of code run outside the observer):
 // "Gradients/{node}-{index}", index counted per node type.
 OPDUMP_ADAPTER_API std::string orphan_backward_scope(std::string_view node, uint64_t index);
