@@ -41,6 +41,14 @@ packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libre2
           python3-wheel)
 stamp="$root/.opdump-packages"
 
+# Each session mounts in a mount namespace of its own: two sessions at once (the host's localization
+# benchmark enters the chroot while a 2.x test run is in it) would otherwise share /proc, /dev and the
+# checkout, and the first to end would unmount them under the other. The namespace's mounts end with it.
+if [ -z "${OPDUMP_TORCH2_PRIVATE_MOUNTS:-}" ] && $SUDO unshare --mount --propagation private true 2>/dev/null; then
+  exec $SUDO env OPDUMP_TORCH2_PRIVATE_MOUNTS=1 OPDUMP_TORCH2_ROOT="$root" OPDUMP_DEBIAN_MIRROR="$mirror" \
+    unshare --mount --propagation private -- bash "$repo/scripts/torch2.sh" "$@"
+fi
+
 mounted=()
 cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do $SUDO umount -l "${mounted[i]}" 2>/dev/null || true; done
