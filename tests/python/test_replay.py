@@ -203,13 +203,11 @@ def test_an_in_place_op_that_returns_nothing_is_dumped_with_what_it_wrote_and_re
     assert flagged == {"_foreach_addcmul_"}, [r for r in rows if r["Result"] in ("error", "warning")]
 
 
-def test_ops_of_one_name_are_replayed_each_with_its_own_arguments(tmp_path):
-    """An LSTM cell's backward makes three autograd nodes of one type (an LSTM's, on PyTorch 1.13, dozens),
-    whose ops share one name; under bfloat16 autocast some multiply a float32 gradient by a bfloat16 gate,
-    others two bfloat16 tensors. Each gets an args file of its own (the name's first the plain one, the
-    others named with their task id), and each is replayed at its own dtypes: nothing is flagged. (With
-    one file per name, the last op's dtypes replayed every other, and bfloat16 multiplications failed the
-    float32 standard.)"""
+def test_each_node_of_one_type_is_replayed_with_its_own_arguments(tmp_path):
+    """An LSTM cell's backward makes three autograd nodes of one type (an LSTM's, on PyTorch 1.13, dozens):
+    their ops are named apart (MulBackward0, MulBackward0-1, ...), each with an args file of its own; under
+    bfloat16 autocast some multiply a float32 gradient by a bfloat16 gate, others two bfloat16 tensors, and
+    each is replayed at its own dtypes: nothing is flagged."""
     replay, out = dump_and_replay(tmp_path, "--bf16", model="lstm")
     assert replay.returncode == 0, replay.stderr
     rows, summary = results(out)
@@ -217,18 +215,62 @@ def test_ops_of_one_name_are_replayed_each_with_its_own_arguments(tmp_path):
     # (PyTorch 2.x runs the LSTM as oneDNN's RNN layer, whose backward has no float64 kernel to judge it by)
     skipped = [r for r in rows if r["Result"] == "skipped"]
     assert all(r["OpType"] == "mkldnn_rnn_layer_backward" for r in skipped), skipped
-    name = "mul.Gradients_Default_net_cell-LSTMCell_lstm_cell-op0_MulBackward0_mul-op0"
-    folder = next((tmp_path / "d").rglob(name + ".*.npy")).parent
-    first, own = folder / (name + ".json"), sorted(folder.glob(name + ".*.json"))
-    assert len(own) >= 2, sorted(p.name for p in folder.glob("mul.*.json"))
-    specs = [json.loads(p.read_text()) for p in [first, *own]]
-    tasks = [spec["task_id"] for spec in specs]
-    assert len(set(tasks)) == len(tasks)
-    assert set(tasks) == {int(p.name.split(".")[2]) for p in folder.glob(name + ".*.output.0.*.npy")}  # its ops' files
-    dtypes = {tuple(a["value"]["dtype"] for a in spec["arguments"]) for spec in specs}
+    node = "mul.Gradients_Default_net_cell-LSTMCell_lstm_cell-op0_MulBackward0"
+    folder = next((tmp_path / "d").rglob(node + "_mul-op0.*.npy")).parent
+    files = [folder / (node + "_mul-op0.json")] + sorted(folder.glob(node + "-[0-9]*_mul-op0.json"))
+    assert len(files) >= 3 and all(f.exists() for f in files), sorted(p.name for p in folder.glob("mul.*.json"))
+    assert not list(folder.glob(node + "*_mul-op0.[0-9]*.json"))  # no name is repeated: no file by task id
+    dtypes = {tuple(a["value"]["dtype"] for a in json.loads(f.read_text())["arguments"]) for f in files}
     assert ("BFloat16", "BFloat16") in dtypes and len(dtypes) > 1, dtypes
-    mul = [r for r in rows if "MulBackward0/mul-op" in r["OpName"]]
+    mul = [r for r in rows if "MulBackward0" in r["OpName"] and "/mul-op" in r["OpName"]]
     assert {r["DataType"] for r in mul} == {"Float", "BFloat16"}, {r["DataType"] for r in mul}
+
+
+REPEATED_NAMES = """
+import sys, threading, torch
+sys.path.insert(0, sys.argv[2])
+import opdump
+opdump.set_dump(sys.argv[1])
+def work(dtype):
+    torch.manual_seed(0)
+    torch.mul(torch.randn(64, dtype=dtype), torch.randn(64, dtype=dtype))
+for dtype in (torch.float32, torch.bfloat16):  # one thread after the other: each counts its own ops from 0
+    t = threading.Thread(target=work, args=(dtype,))
+    t.start()
+    t.join()
+opdump.step()
+opdump.finalize_dump()
+"""
+
+
+def test_ops_of_one_name_are_replayed_each_with_its_own_arguments(tmp_path):
+    """Two threads run ops of one scope, and their ops share names (each thread counts its own): the name's
+    first op gets the plain args file, the others one named with their task id, and each is replayed at its
+    own dtypes. (With one file per name, the last op's dtypes replayed every other: the float32 mul run as
+    bfloat16 would fail the float32 standard.)"""
+    cfg = ms_config(tmp_path / "d", iteration="0", e2e={"save_kernel_args": True})
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    proc = subprocess.run([PYTHON, "-c", REPEATED_NAMES, str(tmp_path / "c.json"), str(BUILD / "python")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    name = "mul.Default_mul-op0"
+    folder = next((tmp_path / "d").rglob(name + ".*.npy")).parent
+    first, own = folder / (name + ".json"), sorted(folder.glob(name + ".[0-9]*.json"))
+    assert first.exists() and len(own) == 1, sorted(p.name for p in folder.glob("*.json"))
+    specs = [json.loads(p.read_text()) for p in (first, *own)]
+    tasks = [spec["task_id"] for spec in specs]
+    assert len(set(tasks)) == 2
+    assert set(tasks) == {int(p.name.split(".")[2]) for p in folder.glob(name + ".*.output.0.*.npy")}  # its ops' files
+    assert [tuple(a["value"]["dtype"] for a in spec["arguments"]) for spec in specs] == \
+        [("Float", "Float"), ("BFloat16", "BFloat16")]
+    out = tmp_path / "replay"
+    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    mul = [r for r in rows if r["OpType"] == "mul"]
+    assert len(mul) == 2 and {r["DataType"] for r in mul} == {"Float", "BFloat16"}, mul
+    assert all(r["Result"] == "pass" for r in mul), mul
 
 
 def test_a_kernel_level_dump_replays_an_out_op_given_a_float_dtype(tmp_path):
