@@ -43,6 +43,14 @@ def run_script(code, *args):
     return proc
 
 
+def execution_order_of(tmp_path, code, iteration):
+    """Runs `code` (its argv[1]: a statistics dump config of these iterations) and returns the rows of the
+    execution order it wrote."""
+    run_script(code, config_file(tmp_path, ms_config(tmp_path / "d", iteration=iteration, saved_data="statistic")))
+    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
+    return list(csv.DictReader(open(order)))
+
+
 # ---- names and selection --------------------------------------------------------------------
 
 def test_forward_and_backward_names(workload, tmp_path):
@@ -108,7 +116,6 @@ def test_nodes_of_one_type_from_one_forward_op_get_names_of_their_own(tmp_path):
     """cosine_similarity makes two DivBackward0, two SqrtBackward0 and two PowBackward0 nodes: each
     node's ops are named apart ({node}-1 for the second), in every iteration alike, so that no two
     ops of an iteration share a name (a compare pairs ops by name)."""
-    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0|1", saved_data="statistic"))
     code = ("import sys, torch, opdump\n"
             "torch.manual_seed(0)\n"
             "lin = torch.nn.Linear(8, 8)\n"
@@ -120,9 +127,7 @@ def test_nodes_of_one_type_from_one_forward_op_get_names_of_their_own(tmp_path):
             "    torch.nn.functional.cosine_similarity(lin(x), x, dim=-1).sum().backward()\n"
             "    opdump.step()\n"
             "opdump.finalize_dump()\n")
-    run_script(code, cfg)
-    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
-    rows = list(csv.DictReader(open(order)))
+    rows = execution_order_of(tmp_path, code, "0|1")
     names = {it: [row["Op Name"] for row in rows if row["Iteration"] == it] for it in ("0", "1")}
     assert len(names["0"]) > 12 and names["0"] == names["1"]
     assert len(set(names["0"])) == len(names["0"]), [n for n in names["0"] if names["0"].count(n) > 1]
@@ -919,16 +924,13 @@ def test_execution_order_lists_every_tensor_of_an_op_with_many(tmp_path):
     """An op with more tensors than its context holds inline (a cat of twelve) lists every id, in
     slot order, as the ops that made them list theirs; and ops nested in one another each keep
     their own ids."""
-    cfg = config_file(tmp_path, ms_config(tmp_path / "d", iteration="0", saved_data="statistic"))
     code = ("import sys, torch, opdump\n"
             "opdump.set_dump(sys.argv[1])\n"
             "parts = [torch.full((2,), float(i)).mul(2) for i in range(12)]\n"
             "both = torch.cat(parts)\n"
             "torch.nn.functional.linear(both.view(3, 8), torch.ones(4, 8), torch.ones(4)).sum()\n"
             "opdump.finalize_dump()\n")
-    run_script(code, cfg)
-    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
-    rows = list(csv.DictReader(open(order)))
+    rows = execution_order_of(tmp_path, code, "0")
     by_type = lambda t: [row for row in rows if row["Op Type"] == t]
     muls, [cat], [linear], [total] = by_type("mul"), by_type("cat"), by_type("linear"), by_type("sum")
     made = [m["Output Tensors"].split()[0] for m in muls]
