@@ -22,6 +22,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 from replay_bench import TRAIN  # noqa: E402
 
 
+def replay_dump(dump, tmp_path):
+    """`opdump replay` of the dump folder `dump` into tmp_path/replay: its process and that folder."""
+    out = tmp_path / "replay"
+    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(dump), "-o", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    return replay, out
+
+
 def dump_and_replay(tmp_path, *flags, save_args=True, saved_data="tensor", model="mlp", faults=None, **opdump):
     tmp_path.mkdir(exist_ok=True)
     cfg = ms_config(tmp_path / "d", iteration="1", saved_data=saved_data, e2e={"save_kernel_args": save_args}, **opdump)
@@ -31,10 +39,7 @@ def dump_and_replay(tmp_path, *flags, save_args=True, saved_data="tensor", model
     proc = subprocess.run([PYTHON, "-c", TRAIN, str(tmp_path / "c.json"), str(BUILD / "python"), model, faults, *flags],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "replay"
-    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out)],
-                            capture_output=True, text=True, timeout=600)
-    return replay, out
+    return replay_dump(tmp_path / "d", tmp_path)
 
 
 def results(out):
@@ -263,9 +268,7 @@ def test_ops_of_one_name_are_replayed_each_with_its_own_arguments(tmp_path):
     assert set(tasks) == {int(p.name.split(".")[2]) for p in folder.glob(name + ".*.output.0.*.npy")}  # its ops' files
     assert [tuple(a["value"]["dtype"] for a in spec["arguments"]) for spec in specs] == \
         [("Float", "Float"), ("BFloat16", "BFloat16")]
-    out = tmp_path / "replay"
-    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    replay, out = replay_dump(tmp_path / "d", tmp_path)
     assert replay.returncode == 0, replay.stderr
     rows, summary = results(out)
     mul = [r for r in rows if r["OpType"] == "mul"]
@@ -319,10 +322,7 @@ def msprobe_replay(tmp_path, *flags, task="tensor"):
     proc = subprocess.run([PYTHON, str(MSPROBE_WORKLOAD), "--tool", "msprobe", "--out", str(dump), "--task", task,
                            "--level", "mix", *flags], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "replay"
-    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(dump), "-o", str(out)],
-                            capture_output=True, text=True, timeout=600)
-    return replay, out
+    return replay_dump(dump, tmp_path)
 
 
 def test_msprobe_tensor_dump_replays_clean(tmp_path):
@@ -393,9 +393,7 @@ def test_msprobe_python_signatures_become_aten_calls(tmp_path):
     proc = subprocess.run([PYTHON, "-c", MSPROBE_CALLS, str(dump), str(MSPROBE_WORKLOAD.parent)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "replay"
-    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(dump), "-o", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    replay, out = replay_dump(dump, tmp_path)
     assert replay.returncode == 0, replay.stderr
     rows, summary = results(out)
     by_name = {r["OpName"]: r for r in rows}
@@ -427,9 +425,7 @@ def test_a_float16_result_beyond_its_range_is_inf_as_it_should_be(tmp_path):
     proc = subprocess.run([PYTHON, "-c", script, str(tmp_path / "c.json"), str(BUILD / "python")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    out = tmp_path / "replay"
-    replay = subprocess.run([str(BUILD / "opdump"), "replay", str(tmp_path / "d"), "-o", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    replay, out = replay_dump(tmp_path / "d", tmp_path)
     assert replay.returncode == 0, replay.stderr
     rows, summary = results(out)
     judged = {r["OpType"]: r for r in rows if r["TensorIndex"] == "output.0"}
