@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "arguments.h"
+#include "float64_reference.h"
 #include "op_call.h"
 #include "format/dump_files.h"
 #include "format/placeholders_csv.h"
@@ -55,6 +56,13 @@ std::vector<c10::IValue> widened_dtype(const c10::OperatorHandle& op, std::vecto
   return stack;
 }
 
+// The op's float64 run: its own kernel, or, where it has no float64 one, the same computation
+// written with ops that have (float64_reference.h).
+std::vector<at::Tensor> run_in_float64(const c10::OperatorHandle& op, std::vector<c10::IValue> stack) {
+  if (auto composite = float64_composite(op, stack)) return std::move(*composite);
+  return run_call(op, widened_dtype(op, std::move(stack)));
+}
+
 // Whether two runs' results are the same, bit for bit (undefined where both are).
 bool same_results(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
   if (a.size() != b.size()) return false;
@@ -87,7 +95,7 @@ std::vector<at::Tensor> as_seen(const c10::OperatorHandle& handle, const nlohman
     if (t.defined() && (t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16)) low = t.scalar_type();
   if (low == at::ScalarType::Undefined) return {};
   const bool casts = autocast == at::kBFloat16 || autocast == at::kHalf;
-  for (const auto [cast, round] : {std::pair{true, true}, {true, false}, {false, true}}) {
+  for (const auto& [cast, round] : {std::pair{true, true}, {true, false}, {false, true}}) {
     if (cast && !casts) continue;
     bool changed = false;
     std::vector<at::Tensor> prepared;
@@ -123,7 +131,7 @@ std::vector<at::Tensor> as_seen(const c10::OperatorHandle& handle, const nlohman
     if (!same_results(run_call(handle, std::move(*stack), cast ? at::ScalarType::Undefined : autocast), as_ran)) continue;
     auto wide_stack = stack_of(wide);
     if (!wide_stack) return {};
-    return run_call(handle, std::move(*wide_stack));
+    return run_in_float64(handle, std::move(*wide_stack));
   }
   return {};
 }
@@ -312,13 +320,14 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     }
     auto stack = build_stack(*handle, spec, wide, &why);
     if (!stack) return why;
-    exact = run_call(*handle, widened_dtype(*handle, std::move(*stack)));
+    exact = run_in_float64(*handle, std::move(*stack));
     stack = build_stack(*handle, spec, moved, &why);
-    if (stack) perturbed = run_call(*handle, widened_dtype(*handle, std::move(*stack)));
+    if (stack) perturbed = run_in_float64(*handle, std::move(*stack));
   } catch (const std::exception& e) {
     std::string what = e.what();
     return "cannot run: " + what.substr(0, what.find('\n'));
   }
+  const ComputedIn inside = computed_in(*handle, inputs);
   std::vector<at::Tensor> seen, plain;
   bool seen_ready = false, plain_ready = false, plain_failed = false;
   const bool low_autocast = autocast == at::kBFloat16 || autocast == at::kHalf;
@@ -377,7 +386,7 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     row.judgement = standard.judge(dumped, reference, dtype,
                                     floating && slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
                                     floating && slot < seen.size() ? seen[slot] : at::Tensor(),
-                                    floating && ran ? as_ran[slot] : at::Tensor());
+                                    floating && ran ? as_ran[slot] : at::Tensor(), inside.dtype, inside.why);
     // Under a float16 or bfloat16 autocast, an output finer than it that PyTorch's own kernel gives
     // otherwise with autocast off, or cannot give at all: the op is made of ops autocast casts down
     // (a gru's linear layers; an LSTM cell given a bfloat16 input and float32 weights and state, which

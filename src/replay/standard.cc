@@ -87,7 +87,7 @@ Systematic systematic_error(const at::Tensor& x, const at::Tensor& rounded, cons
 
 Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
                           const at::Tensor& perturbed, const at::Tensor& seen, const at::Tensor& ran,
-                          at::ScalarType computed_in) const {
+                          at::ScalarType computed_in, const std::string& computed_why) const {
   Judgement j;
   if (dumped.sizes() != reference.sizes()) {
     j.result = Result::Error;
@@ -107,8 +107,8 @@ Judgement Standard::judge(const at::Tensor& dumped, const at::Tensor& reference,
   }
   const bool coarser_inside = computed_in != at::ScalarType::Undefined && rounding_step(computed_in) > rounding_step(dtype);
   Bounds b = bounds(coarser_inside ? computed_in : dtype);
-  const std::string precision = coarser_inside ? fmt::format("{} computed in {} under autocast", c10::toString(dtype),
-                                                             c10::toString(computed_in))
+  const std::string precision = coarser_inside ? fmt::format("{} computed in {} {}", c10::toString(dtype),
+                                                             c10::toString(computed_in), computed_why)
                                                : std::string(c10::toString(dtype));
   const at::Tensor x = dumped.to(at::kDouble), r = reference.to(at::kDouble);
   // NaN and Inf must agree in place (and sign) with the float64 run as the output's dtype holds it: a

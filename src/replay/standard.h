@@ -50,9 +50,11 @@ class Standard {
   // make its own output an error, nor does a kernel that rounds once.
   // `computed_in`: a coarser dtype the op computed in although its output is `dtype` (a gru under
   // bfloat16 autocast runs its linear layers in bfloat16 and returns float32): that dtype's bounds.
+  // `computed_why` says how it came to compute there, in the row's standard.
   Judgement judge(const at::Tensor& dumped, const at::Tensor& reference, at::ScalarType dtype,
                   const at::Tensor& perturbed = at::Tensor(), const at::Tensor& seen = at::Tensor(),
-                  const at::Tensor& ran = at::Tensor(), at::ScalarType computed_in = at::ScalarType::Undefined) const;
+                  const at::Tensor& ran = at::Tensor(), at::ScalarType computed_in = at::ScalarType::Undefined,
+                  const std::string& computed_why = "under autocast") const;
   static constexpr double kConditioningFactor = 64;
   // A float16 or bfloat16 output whose errors beyond the float64 run's own rounding lean one way is
   // an error even within the bounds (see systematic_error): at least kSystematicZ standard errors
