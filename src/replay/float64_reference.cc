@@ -56,25 +56,28 @@ LstmRun lstm_layer(const at::Tensor& x, const at::Tensor& w_ih, const at::Tensor
   return {at::stack(outputs), h, c};
 }
 
-// mkldnn_rnn_layer_backward's layer made plain: its input [T, B, I] (PyTorch hands the layer a
+// oneDNN's LSTM layer made plain: its input [T, B, I] (PyTorch hands the layer a
 // time-major input whatever batch_first says), 2-D states, the biases (zeros where the LSTM has none:
 // oneDNN still returns the gradient a bias would get).
 struct LstmLayer {
   at::Tensor x, w_ih, w_hh, b_ih, b_hh, h0, c0;
   bool reverse = false;
 
-  explicit LstmLayer(const Arguments& a) {
-    const std::string op = "mkldnn_rnn_layer_backward";
+  // The forward op's weights are weight0-3 and its cell state cx_, the backward's weight1-4 and cx_tmp.
+  LstmLayer(const Arguments& a, bool backward) {
+    const std::string op = backward ? "mkldnn_rnn_layer_backward" : "mkldnn_rnn_layer";
+    const char* const weights[] = {"weight0", "weight1", "weight2", "weight3", "weight4"};
+    const char* const cx_name = backward ? "cx_tmp" : "cx_";
     if (a.number("mode") != kLstmMode)
       throw Error(op + ": mode " + std::to_string(a.number("mode")) + " is not the LSTM's (2): no float64 reference");
     if (!a["batch_sizes"].toIntVector().empty())
       throw Error(op + ": batch_sizes is not empty (a packed sequence): no float64 reference");
     x = a.tensor("input");
-    w_ih = a.tensor("weight1");
-    w_hh = a.tensor("weight2");
-    const at::Tensor hx = a.tensor("hx_"), cx = a.tensor("cx_tmp");
+    w_ih = a.tensor(weights[backward + 0]);
+    w_hh = a.tensor(weights[backward + 1]);
+    const at::Tensor hx = a.tensor("hx_"), cx = a.tensor(cx_name);
     if (!x.defined() || x.dim() != 3 || !w_ih.defined() || !w_hh.defined() || !hx.defined() || !cx.defined())
-      throw Error(op + ": input, weight1, weight2, hx_ and cx_tmp must be tensors, the input 3-D");
+      throw Error(op + ": the input, the weights and the states must be tensors, the input 3-D");
     const int64_t hidden = a.number("hidden_size");
     h0 = hx.reshape({-1, hidden});
     c0 = cx.reshape({-1, hidden});
@@ -82,8 +85,8 @@ struct LstmLayer {
       throw Error(op + ": the input's batch (dimension 1: " + std::to_string(x.size(1)) + ") is not hx_'s (" +
                   std::to_string(h0.size(0)) + ")");
     if (a.flag("has_biases")) {
-      b_ih = a.tensor("weight3");
-      b_hh = a.tensor("weight4");
+      b_ih = a.tensor(weights[backward + 2]);
+      b_hh = a.tensor(weights[backward + 3]);
     }
     if (!b_ih.defined()) b_ih = at::zeros({4 * hidden}, w_ih.options());
     if (!b_hh.defined()) b_hh = at::zeros({4 * hidden}, w_ih.options());
@@ -91,11 +94,20 @@ struct LstmLayer {
   }
 };
 
+// mkldnn_rnn_layer -> (output, hy, cy, workspace): oneDNN's workspace, laid out for its backward, has no
+// float64 counterpart (undefined: not judged).
+std::vector<at::Tensor> rnn_layer(const Arguments& a) {
+  const LstmLayer l(a, /*backward=*/false);
+  at::NoGradGuard no_grad;
+  const LstmRun run = lstm_layer(l.x, l.w_ih, l.w_hh, l.b_ih, l.b_hh, l.h0, l.c0, l.reverse);
+  return {run.output, run.h.reshape(a.tensor("hx_").sizes()), run.c.reshape(a.tensor("cx_").sizes()), at::Tensor()};
+}
+
 // mkldnn_rnn_layer_backward -> (grad input, grad w_ih, grad w_hh, grad b_ih, grad b_hh, grad hx, grad cx):
 // the layer run again in float64 from its inputs and taken back by autograd from the gradients given
 // (an absent one is zero).
 std::vector<at::Tensor> rnn_layer_backward(const Arguments& a) {
-  const LstmLayer l(a);
+  const LstmLayer l(a, /*backward=*/true);
   at::AutoGradMode grad_mode(true);
   std::vector<at::Tensor> leaves;
   for (const at::Tensor& t : {l.x, l.w_ih, l.w_hh, l.b_ih, l.b_hh, l.h0, l.c0})
@@ -126,13 +138,14 @@ std::optional<std::vector<at::Tensor>> float64_composite(const c10::OperatorHand
   const c10::FunctionSchema& schema = op.schema();
   if (!schema.overload_name().empty()) return std::nullopt;
   const Arguments args(schema, stack);
+  if (schema.name() == "aten::mkldnn_rnn_layer") return rnn_layer(args);
   if (schema.name() == "aten::mkldnn_rnn_layer_backward") return rnn_layer_backward(args);
   return std::nullopt;
 }
 
 ComputedIn computed_in(const c10::OperatorHandle& op, const std::vector<at::Tensor>& inputs) {
   const c10::FunctionSchema& schema = op.schema();
-  if (schema.name() != "aten::mkldnn_rnn_layer_backward") return {};
+  if (schema.name() != "aten::mkldnn_rnn_layer" && schema.name() != "aten::mkldnn_rnn_layer_backward") return {};
   const at::ScalarType input = !inputs.empty() && inputs[0].defined() ? inputs[0].scalar_type() : at::ScalarType::Undefined;
   if (input != at::kBFloat16 && input != at::kHalf) return {};
   return {input, "by oneDNN's RNN layer (its gates and states at its input's dtype)"};

@@ -1,9 +1,8 @@
 // The float64 run of ops whose kernels have no float64 version: the same computation written with
 // ATen ops that have one (and autograd, for a backward). Replay judges every output against a
-// float64 run; without this such ops were skipped. Today: the backward of oneDNN's LSTM layer
-// (PyTorch 2.x runs nn.LSTM on the CPU as aten::mkldnn_rnn_layer, an api op's backward node as
-// mkldnn_rnn_layer_backward; the layer itself is never an op a dump holds: inside aten::lstm at api
-// level, and at kernel level not innermost, it calls cat and add for its weights).
+// float64 run; without this such ops were skipped. Today: oneDNN's LSTM layer (PyTorch 2.x runs
+// nn.LSTM on the CPU as aten::mkldnn_rnn_layer, a kernel-level op, and its backward node as
+// mkldnn_rnn_layer_backward).
 #pragma once
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -15,7 +14,8 @@
 namespace opdump::replay {
 
 // `op`'s results on the float64 `stack` (its arguments, as build_stack makes them) in the order the
-// dump numbers outputs, where `op` is one of those ops; nullopt for every other op. Throws opdump::Error, naming the
+// dump numbers outputs, where `op` is one of those ops; nullopt for every other op (an output without
+// a float64 counterpart is undefined). Throws opdump::Error, naming the
 // argument, where the arguments are ones it does not cover (packed sequences, another RNN mode).
 std::optional<std::vector<at::Tensor>> float64_composite(const c10::OperatorHandle& op,
                                                          const std::vector<c10::IValue>& stack);

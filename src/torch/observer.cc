@@ -265,7 +265,8 @@ class Observer final : public RuntimeListener {
     const std::string_view op_type = op.type;
     // A kernel whose only children are views and metadata (mkldnn_convolution calling
     // as_strided_) is still the innermost op that computes.
-    if (parent && !(dumper->settings().skip_no_compute_ops && op.computes_nothing)) parent->had_child = true;
+    ctx->computes = !(dumper->settings().skip_no_compute_ops && op.computes_nothing);
+    if (parent && ctx->computes) parent->had_child = true;
     ts.open.push_back(ctx.get());
     const int base = ts.nodes.empty() ? 0 : ts.nodes.back().base_depth;
     const bool top = ctx->depth == base;
@@ -407,7 +408,6 @@ class Observer final : public RuntimeListener {
     if (!ctx->executed) return;
     OpReport& report = ctx->report;
     DumpSink& dumper = report.dumper();
-    if (dumper.settings().level == ObserveLevel::Kernel && ctx->had_child) return;  // not innermost
     Tensors tensors(ts);
     std::vector<at::Tensor>& results = tensors.of(fn.outputs());
     // An in-place op whose schema returns nothing (an optimizer's _foreach_add_): its results are
@@ -416,6 +416,11 @@ class Observer final : public RuntimeListener {
     if (returns_nothing) results = std::move(ctx->written_results);
     TensorIds::List output_ids;
     ids_.ids(results, ts.tensor_ids, output_ids, &ctx->named);
+    if (dumper.settings().level == ObserveLevel::Kernel) {
+      if (OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back(); parent && ctx->computes)
+        parent->ids_below.append(output_ids.begin(), output_ids.end());
+      if (ctx->had_child && !returns_own_tensor(*ctx, results, output_ids)) return;  // not a kernel: its children are
+    }
     std::string source;
     if (dumper.wants_source(report.record().model_id)) {
       Busy busy(ts);
@@ -441,6 +446,18 @@ class Observer final : public RuntimeListener {
                       report.stream_id());
     }
     report.dump(ctx->inputs, outputs);
+  }
+
+  // Whether an op returns a tensor with elements that neither its computing children returned nor it was
+  // given (batch_norm's empty reserve does not count).
+  static bool returns_own_tensor(const OpCtx& ctx, const std::vector<at::Tensor>& results,
+                                 const TensorIds::List& output_ids) {
+    auto has = [](const TensorIds::List& ids, uint64_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+    for (size_t i = 0; i < output_ids.size() && i < results.size(); ++i)
+      if (const uint64_t id = output_ids[i]; id && results[i].defined() && results[i].numel() > 0 &&
+                                             !has(ctx.ids_below, id) && !has(ctx.input_ids, id))
+        return true;
+    return false;
   }
 
   static void remember_filled(const at::RecordFunction& fn, ThreadState& ts, const DumpSink* dumper,

@@ -117,6 +117,11 @@ struct OpCtx final : RecordCtx {
   bool selected = false;   // dump this op
   bool dump_outputs = false;  // ...and its outputs
   bool had_child = false;
+  bool computes = false;  // a child that counts: not a factory, view or metadata op (skip_no_compute_ops)
+  // At kernel level: the tensors the computing ops below this one returned, by tensor id. An op with such
+  // children that returns a tensor none of them made (oneDNN's LSTM layer calls cat and add for its weights,
+  // then runs the recurrence itself) is a kernel too.
+  TensorIds::List ids_below;
   int depth = 0;
   OpCtx* top = nullptr;       // the api op (or node op) this op runs inside; itself at the top
   identity::CallIndex calls;  // ops below this top op, by type

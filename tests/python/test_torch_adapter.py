@@ -415,6 +415,42 @@ def statistics_of(tmp_path, body, input_output, e2e=None, categories=("max", "mi
     return dr.statistics(glob.glob(str(tmp_path / "d" / "**" / "statistic.csv"), recursive=True)[0].rsplit("/", 1)[0])
 
 
+KERNEL_WITH_CHILDREN = r"""
+import sys, torch
+import opdump
+lib = torch.library.Library("opdump_test", "DEF")
+lib.define("scaled(Tensor x) -> Tensor")
+# adds with an ATen op, then makes its result itself (from NumPy: no op)
+lib.impl("scaled", lambda x: torch.from_numpy((x + 1).numpy() * 2), "CPU")
+lib.define("twice(Tensor x) -> Tensor")
+lib.impl("twice", lambda x: torch.mul(x, 2), "CPU")  # its result is its child's
+opdump.set_dump(sys.argv[1])
+x = torch.arange(6.0)
+torch.ops.opdump_test.scaled(x)
+torch.ops.opdump_test.twice(x)
+opdump.step()
+opdump.finalize_dump()
+"""
+
+
+def test_a_kernel_making_its_result_itself_is_dumped_beside_its_children(tmp_path):
+    """At kernel level the innermost ops are dumped, and also an op with computing children that returns a
+    tensor none of them returned nor it was given (PyTorch 2.x's oneDNN LSTM layer calls cat and add for its
+    weights, then runs the recurrence itself: before, its results were in no dump at kernel level). A kernel
+    that adds with ATen and makes its result from NumPy is dumped beside its add, with the values it returned; one
+    returning its mul's result is not: the mul is."""
+    run_script(KERNEL_WITH_CHILDREN, config_file(tmp_path, ms_config(tmp_path / "d", iteration="0", level="kernel")))
+    files = [os.path.basename(f) for f in glob.glob(str(tmp_path / "d" / "**" / "*.npy"), recursive=True)]
+    [scaled] = [f for f in files if f.startswith("scaled.") and ".output.0." in f]
+    [out] = glob.glob(str(tmp_path / "d" / "**" / scaled), recursive=True)
+    np.testing.assert_array_equal(np.load(out), (np.arange(6.0) + 1) * 2)
+    types = {f.split(".")[0] for f in files}
+    assert {"scaled", "add", "mul"} <= types and "twice" not in types, sorted(types)
+    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
+    listed = [r["Op Type"] for r in csv.DictReader(open(order))]
+    assert listed.index("add") < listed.index("scaled") < listed.index("mul") and "twice" not in listed, listed
+
+
 ALIAS_WRITES = r"""
 opdump.set_dump(sys.argv[1] + ".json")
 x = torch.arange(1.0, 4.0 * 2**20 + 1)          # 16 MB: its statistics take a while on a writer thread
