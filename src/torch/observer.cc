@@ -419,7 +419,10 @@ class Observer final : public RuntimeListener {
     if (dumper.settings().level == ObserveLevel::Kernel) {
       if (OpCtx* parent = ts.open.empty() ? nullptr : ts.open.back(); parent && ctx->computes)
         parent->ids_below.append(output_ids.begin(), output_ids.end());
-      if (ctx->had_child && !returns_own_tensor(*ctx, results, output_ids)) return;  // not a kernel: its children are
+      if (ctx->had_child && !returns_own_tensor(*ctx, results, output_ids)) {  // not a kernel: its children are
+        report.name_tensors(ctx->named);
+        return;
+      }
     }
     std::string source;
     if (dumper.wants_source(report.record().model_id)) {

@@ -144,6 +144,26 @@ TEST(Dumper, FinalizeWarnsAboutWhatWasProbablyAMistake) {
   EXPECT_TRUE(used.finalize(3).warnings.empty());
 }
 
+// A kernel-level op whose children are the kernels gets no row, but the tensors it saw first keep their
+// names: tensor_names.csv lists them beside the names that came with rows, each once.
+TEST(Dumper, TensorsNamedWithoutARowAreListed) {
+  test::TempDir dir;
+  {
+    Dumper d(parse_config(ms_config(dir.path(), R"(, "saved_data": "statistic")"), "t", no_env()), DumperOptions{0, 0, 0});
+    d.name_tensors({{2, "parameter net.0.weight"}, {3, "parameter net.0.bias"}});
+    d.record_execution(op("mkldnn_convolution", "Default/conv2d-op0/mkldnn_convolution-op0", 0, 0), {1, 2, 3}, {4}, "",
+                       {{5, "buffer net.1.running_mean"}});
+    d.name_tensors({});
+    EXPECT_TRUE(d.finalize().ok());
+  }
+  CsvTable names = read_csv(dir / "rank_0/execution_order/tensor_names.csv");
+  ASSERT_EQ(names.rows.size(), 3u);
+  EXPECT_EQ(names.rows[0], (std::vector<std::string>{"2", "parameter net.0.weight"}));
+  EXPECT_EQ(names.rows[1], (std::vector<std::string>{"3", "parameter net.0.bias"}));
+  EXPECT_EQ(names.rows[2], (std::vector<std::string>{"5", "buffer net.1.running_mean"}));
+  EXPECT_EQ(read_csv(dir / "rank_0/execution_order/ms_execution_order_graph_0.csv").rows.size(), 1u);
+}
+
 // Execution-order batches of consecutive iterations are queued as separate writer tasks; with several
 // writer threads they used to run out of order (iterations listed 2 then 0 by a PyTorch test, and two
 // threads could each find the csv missing and write its header twice).

@@ -451,6 +451,36 @@ def test_a_kernel_making_its_result_itself_is_dumped_beside_its_children(tmp_pat
     assert listed.index("add") < listed.index("scaled") < listed.index("mul") and "twice" not in listed, listed
 
 
+NAMED_AT_EACH_LEVEL = r"""
+import sys, torch
+import opdump
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+opdump.register_model(m, "net")
+opdump.set_dump(sys.argv[1])
+m(torch.randn(2, 3, 8, 8)).sum().backward()
+opdump.step()
+opdump.finalize_dump()
+"""
+
+
+@pytest.mark.parametrize("level", ["api", "kernel"])
+def test_tensor_names_list_every_parameter_and_buffer_at_each_level(tmp_path, level):
+    """tensor_names.csv names every parameter and buffer of a registered model, and each named id is read by a
+    listed op. At kernel level each is first seen as an input of an op whose children are the kernels (conv2d
+    above mkldnn_convolution): before, those names went with the op's row, which a kernel-level dump does not
+    write, and only num_batches_tracked (first seen by the innermost add_) was named."""
+    cfg = ms_config(tmp_path / "d", iteration="0", saved_data="statistic", level=level)
+    run_script(NAMED_AT_EACH_LEVEL, config_file(tmp_path, cfg))
+    [names] = glob.glob(str(tmp_path / "d" / "**" / "tensor_names.csv"), recursive=True)
+    named = {r["Name"]: r["Tensor"] for r in csv.DictReader(open(names))}
+    assert set(named) == {"parameter net.0.weight", "parameter net.0.bias", "parameter net.1.weight",
+                          "parameter net.1.bias", "buffer net.1.running_mean", "buffer net.1.running_var",
+                          "buffer net.1.num_batches_tracked", "parameter net.3.weight", "parameter net.3.bias"}, named
+    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
+    read = {i for r in csv.DictReader(open(order)) for i in r["Input Tensors"].split()}
+    assert set(named.values()) <= read, (named, sorted(read))
+
+
 ALIAS_WRITES = r"""
 opdump.set_dump(sys.argv[1] + ".json")
 x = torch.arange(1.0, 4.0 * 2**20 + 1)          # 16 MB: its statistics take a while on a writer thread

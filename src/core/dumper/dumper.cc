@@ -359,6 +359,11 @@ void Dumper::record_execution(const OpRecord& op, TensorIdList input_ids, Tensor
   execution_->record(op, input_ids, output_ids, source, named);
 }
 
+void Dumper::name_tensors(const std::vector<std::pair<uint64_t, std::string>>& named) {
+  if (closed_.load(std::memory_order_acquire) || named.empty()) return;
+  execution_->name_tensors(named);
+}
+
 void Dumper::check_root() {
   if (::access(run_root_.c_str(), F_OK) != 0 && !root_lost_reported_.exchange(true))
     writer_->record_problem("the dump folder " + run_root_ +

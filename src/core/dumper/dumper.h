@@ -78,6 +78,8 @@ class Dumper final : public DumpSink {
   void record_execution(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids,
                         const std::string& source = "",
                         const std::vector<std::pair<uint64_t, std::string>>& named = {});
+  // Names tensors first seen by an op that gets no execution-order row (ExecutionLog::name_tensors).
+  void name_tensors(const std::vector<std::pair<uint64_t, std::string>>& named);
   bool wants_source(uint64_t graph) override;
   // Writes a small text file below run_root (execution order, graphs, Opdebug records).
   void write_text(const std::string& relative_path, const std::string& text);

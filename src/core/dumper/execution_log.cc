@@ -34,12 +34,7 @@ bool ExecutionLog::wants_source(uint64_t graph) {
 void ExecutionLog::record(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids, const std::string& source,
                           const std::vector<std::pair<uint64_t, std::string>>& named) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [id, name] : named) {
-    append_number(tensor_names_, id);
-    tensor_names_ += ',';
-    append_csv_cell(tensor_names_, name);
-    tensor_names_ += '\n';
-  }
+  append_names_locked(named);
   if (op.iteration != iteration_) {
     flush_locked();
     iteration_ = op.iteration;
@@ -70,6 +65,20 @@ void ExecutionLog::record(const OpRecord& op, TensorIdList input_ids, TensorIdLi
     graph_text_[op.model_id] += (outs.empty() ? "()" : outs) + " = " + op.id.op_type + "(" + ins + ")\n" +
                                 "    : (" + op.id.op_name + ")  task " + std::to_string(op.id.task_id) + "\n" +
                                 (source.empty() ? "" : "    # In file " + source + "\n");
+  }
+}
+
+void ExecutionLog::name_tensors(const std::vector<std::pair<uint64_t, std::string>>& named) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  append_names_locked(named);
+}
+
+void ExecutionLog::append_names_locked(const std::vector<std::pair<uint64_t, std::string>>& named) {
+  for (const auto& [id, name] : named) {
+    append_number(tensor_names_, id);
+    tensor_names_ += ',';
+    append_csv_cell(tensor_names_, name);
+    tensor_names_ += '\n';
   }
 }
 

@@ -29,6 +29,9 @@ class ExecutionLog {
   // ids of tensors the adapter knows a name for (parameters), listed once.
   void record(const OpRecord& op, TensorIdList input_ids, TensorIdList output_ids,
               const std::string& source, const std::vector<std::pair<uint64_t, std::string>>& named);
+  // Names tensors first seen by an op that gets no row (at kernel level, an op whose children are the
+  // kernels: a parameter is first seen as an input of conv2d, whose mkldnn_convolution is listed).
+  void name_tensors(const std::vector<std::pair<uint64_t, std::string>>& named);
   // Whether ops of this graph still go to graphs/ (only its first recorded iteration does).
   bool wants_source(uint64_t graph);
   // Hands the rows of the iteration in progress to the writer (at an iteration's end or finalize).
@@ -42,6 +45,7 @@ class ExecutionLog {
     uint64_t iteration = 0;
   };
   void flush_locked();
+  void append_names_locked(const std::vector<std::pair<uint64_t, std::string>>& named);
   // Appends the queued batches in the order they were queued, whichever writer thread runs it.
   void write_batches();
   void write_batch(const Batch& batch);

@@ -77,6 +77,10 @@ void OpReport::record_execution(TensorIdList input_ids, TensorIdList output_ids,
   engine(sink_).record_execution(record_, input_ids, output_ids, source, named);
 }
 
+void OpReport::name_tensors(const std::vector<std::pair<uint64_t, std::string>>& named) {
+  engine(sink_).name_tensors(named);
+}
+
 void OpReport::write_kernel_args(std::string json) {
   if (engine(sink_).config().file_format == FileFormat::H5) record_.arguments = std::move(json);
   else engine(sink_).write_kernel_args(record_, std::move(json));

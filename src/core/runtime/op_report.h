@@ -65,6 +65,9 @@ class OPDUMP_ADAPTER_API OpReport {
   // The execution order (and graphs/ with `source`), dumped or not.
   void record_execution(TensorIdList input_ids, TensorIdList output_ids,
                         const std::string& source = "", const std::vector<std::pair<uint64_t, std::string>>& named = {});
+  // The op gets no row after all (at kernel level, its children are the kernels): the names of the tensors it
+  // saw first go to tensor_names.csv all the same.
+  void name_tensors(const std::vector<std::pair<uint64_t, std::string>>& named);
   // Written beside the op's tensors, or kept for dump() when the dump is one .h5 file (they name its datasets).
   void write_kernel_args(std::string json);
   // Adds where the op's outputs sit in memory (strides, offset) to the kept arguments (.h5 dumps).
