@@ -32,6 +32,12 @@ class Arguments {
   const std::vector<c10::IValue>& stack_;
 };
 
+// oneDNN's LSTM layer, forward or backward: the ops this file computes in float64.
+bool is_lstm_layer(const c10::FunctionSchema& schema) {
+  return schema.overload_name().empty() &&
+         (schema.name() == "aten::mkldnn_rnn_layer" || schema.name() == "aten::mkldnn_rnn_layer_backward");
+}
+
 // The mode PyTorch hands oneDNN for an LSTM (cuDNN's numbering: RNN_RELU 0, RNN_TANH 1, LSTM 2, GRU 3).
 constexpr int64_t kLstmMode = 2;
 
@@ -67,14 +73,15 @@ struct LstmLayer {
   LstmLayer(const Arguments& a, bool backward) {
     const std::string op = backward ? "mkldnn_rnn_layer_backward" : "mkldnn_rnn_layer";
     const char* const weights[] = {"weight0", "weight1", "weight2", "weight3", "weight4"};
+    const int first = backward ? 1 : 0;
     const char* const cx_name = backward ? "cx_tmp" : "cx_";
     if (a.number("mode") != kLstmMode)
       throw Error(op + ": mode " + std::to_string(a.number("mode")) + " is not the LSTM's (2): no float64 reference");
     if (!a["batch_sizes"].toIntVector().empty())
       throw Error(op + ": batch_sizes is not empty (a packed sequence): no float64 reference");
     x = a.tensor("input");
-    w_ih = a.tensor(weights[backward + 0]);
-    w_hh = a.tensor(weights[backward + 1]);
+    w_ih = a.tensor(weights[first + 0]);
+    w_hh = a.tensor(weights[first + 1]);
     const at::Tensor hx = a.tensor("hx_"), cx = a.tensor(cx_name);
     if (!x.defined() || x.dim() != 3 || !w_ih.defined() || !w_hh.defined() || !hx.defined() || !cx.defined())
       throw Error(op + ": the input, the weights and the states must be tensors, the input 3-D");
@@ -85,8 +92,8 @@ struct LstmLayer {
       throw Error(op + ": the input's batch (dimension 1: " + std::to_string(x.size(1)) + ") is not hx_'s (" +
                   std::to_string(h0.size(0)) + ")");
     if (a.flag("has_biases")) {
-      b_ih = a.tensor(weights[backward + 2]);
-      b_hh = a.tensor(weights[backward + 3]);
+      b_ih = a.tensor(weights[first + 2]);
+      b_hh = a.tensor(weights[first + 3]);
     }
     if (!b_ih.defined()) b_ih = at::zeros({4 * hidden}, w_ih.options());
     if (!b_hh.defined()) b_hh = at::zeros({4 * hidden}, w_ih.options());
@@ -136,16 +143,13 @@ std::vector<at::Tensor> rnn_layer_backward(const Arguments& a) {
 std::optional<std::vector<at::Tensor>> float64_composite(const c10::OperatorHandle& op,
                                                          const std::vector<c10::IValue>& stack) {
   const c10::FunctionSchema& schema = op.schema();
-  if (!schema.overload_name().empty()) return std::nullopt;
+  if (!is_lstm_layer(schema)) return std::nullopt;
   const Arguments args(schema, stack);
-  if (schema.name() == "aten::mkldnn_rnn_layer") return rnn_layer(args);
-  if (schema.name() == "aten::mkldnn_rnn_layer_backward") return rnn_layer_backward(args);
-  return std::nullopt;
+  return schema.name() == "aten::mkldnn_rnn_layer" ? rnn_layer(args) : rnn_layer_backward(args);
 }
 
 ComputedIn computed_in(const c10::OperatorHandle& op, const std::vector<at::Tensor>& inputs) {
-  const c10::FunctionSchema& schema = op.schema();
-  if (schema.name() != "aten::mkldnn_rnn_layer" && schema.name() != "aten::mkldnn_rnn_layer_backward") return {};
+  if (!is_lstm_layer(op.schema())) return {};
   const at::ScalarType input = !inputs.empty() && inputs[0].defined() ? inputs[0].scalar_type() : at::ScalarType::Undefined;
   if (input != at::kBFloat16 && input != at::kHalf) return {};
   return {input, "by oneDNN's RNN layer (its gates and states at its input's dtype)"};
