@@ -5,6 +5,7 @@
 
 #include "capture.h"
 #include "host_stats.h"
+#include "device_reduce.h"
 #include "intra_op_split.h"
 
 namespace opdump::pt::detail {
@@ -141,6 +142,62 @@ std::optional<OverflowCheck> KnownChecks::bounded_check(const BoundedOp& op, con
   clean.max_abs = bound;
   remember(outputs[0], clean);
   return clean;
+}
+
+double KnownChecks::product_sum_bound(const ProductSumOp& op, const std::vector<at::Tensor>& inputs,
+                                      const at::Tensor& output, size_t index) {
+  DType dtype;
+  if (op.kind == ProductSum::None || !output.defined() || !output.device().is_cpu() ||
+      output.layout() != at::kStrided || !dtype_of(output.scalar_type(), &dtype))
+    return kUnknownBound;
+  ProductSumOperands args;
+  args.transposed = op.transposed;
+  args.alpha = op.alpha;
+  args.beta = op.beta;
+  for (size_t k = 0; k < 3; ++k) {
+    const int slot = op.slot[k];
+    if (slot < 0) continue;
+    if (static_cast<size_t>(slot) >= inputs.size()) return kUnknownBound;
+    const at::Tensor& t = inputs[slot];
+    // (the kernel sums in the operands' dtype: only the output's, float32 or float64)
+    if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided || t.scalar_type() != output.scalar_type() ||
+        static_cast<size_t>(t.dim()) > ProductSumOperands::kMaxDim)
+      return kUnknownBound;
+    ProductSumOperands::Tensor& a = args.tensor[k];
+    a.present = true;
+    a.dim = static_cast<size_t>(t.dim());
+    for (size_t d = 0; d < a.dim; ++d) a.sizes[d] = t.size(static_cast<int64_t>(d));
+    a.bound = bound_of(t);  // (infinite when not known: a rule reading it gives no bound)
+  }
+  return opdump::product_sum_bound(op.kind, args, index, dtype);
+}
+
+std::optional<OverflowCheck> KnownChecks::product_sum_check(const ProductSumOp& op, const std::vector<at::Tensor>& inputs,
+                                                            const at::Tensor& output, size_t index) {
+  const double bound = product_sum_bound(op, inputs, output, index);
+  if (!bound_is_clean(bound)) return std::nullopt;
+  OverflowCheck clean;
+  clean.max_abs = bound;
+  remember(output, clean);
+  return clean;
+}
+
+bool KnownChecks::product_sum_checks(const ProductSumOp& op, const std::vector<at::Tensor>& inputs,
+                                     const std::vector<at::Tensor>& outputs) {
+  c10::SmallVector<double, 3> bounds;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const at::Tensor& t = outputs[i];
+    const bool checked = t.defined() && t.numel() > 0 && can_overflow(t);  // (an undefined gradient: output_mask)
+    bounds.push_back(checked ? product_sum_bound(op, inputs, t, i) : -1.0);
+    if (checked && !bound_is_clean(bounds.back())) return false;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (bounds[i] < 0) continue;
+    OverflowCheck clean;
+    clean.max_abs = bounds[i];
+    remember(outputs[i], clean);
+  }
+  return true;
 }
 
 }  // namespace opdump::pt::detail

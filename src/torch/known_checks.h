@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "debug_scenes/debug_scenes.h"
+#include "debug_scenes/product_sum_bound.h"
 #include "debug_scenes/range_bound.h"
 
 namespace opdump::pt::detail {
@@ -78,6 +79,46 @@ BoundedOp bounded_op(std::string_view op_type, const Values& args) {
   return op;
 }
 
+// A product-sum op (product_sum_bound.h) as its rule reads its arguments: its first three tensor
+// arguments by their index in the op's tensor inputs (-1: absent, an optional bias left out), read
+// when its outputs are checked; its flags and factors as given.
+struct ProductSumOp {
+  ProductSum kind = ProductSum::None;
+  int8_t slot[3] = {-1, -1, -1};
+  bool transposed = false;
+  double alpha = 1, beta = 1;
+};
+
+// The product-sum rule of an op of type `op_type` and its arguments as the rule reads them; kind None
+// when it has none or its arguments fit it not. `Values`: RecordFunction::inputs().
+template <typename Values>
+ProductSumOp product_sum_op(std::string_view op_type, const Values& args) {
+  ProductSumOp op;
+  op.kind = product_sum_of(op_type);
+  if (op.kind == ProductSum::None) return op;
+  if (args.size() < 2) return ProductSumOp{};
+  int8_t tensors = 0;
+  for (size_t i = 0; i < 3 && i < args.size(); ++i) {
+    if (args[i].isTensor()) op.slot[i] = tensors++;
+    else if (!args[i].isNone() || i < 2) return ProductSumOp{};  // the two factors are tensors; a bias may be None
+  }
+  if (const int t = product_sum_transposed_arg(op.kind); t >= 0) {
+    if (static_cast<size_t>(t) >= args.size() || !args[t].isBool()) return ProductSumOp{};
+    op.transposed = args[t].toBool();
+  }
+  if (op.kind == ProductSum::AddMatrixProduct) {
+    auto number = [&](size_t i, double& out) {
+      if (i >= args.size()) return true;  // the default, 1
+      if (args[i].isDouble()) out = args[i].toDouble();
+      else if (args[i].isInt()) out = static_cast<double>(args[i].toInt());
+      else return false;
+      return true;
+    };
+    if (!number(3, op.beta) || !number(4, op.alpha)) return ProductSumOp{};
+  }
+  return op;
+}
+
 // A check is valid while the tensor lives with the same version, data, storage generation (bumped
 // by every op writing the storage: an alias with its own version counter, as `.data` gives,
 // writes it unseen by the version) and storage fingerprint (writes no op showed: NumPy views).
@@ -97,6 +138,19 @@ class KnownChecks {
   // not known yet, a bound beyond float16's range, an output on a device).
   std::optional<OverflowCheck> bounded_check(const BoundedOp& op, const std::vector<at::Tensor>& inputs,
                                              const std::vector<at::Tensor>& outputs);
+  // An upper bound of |x| over output `index` of a product-sum op, from its operands' bounds as known
+  // now; infinite when it cannot be given (an operand's bound not known, dtypes other than float32 and
+  // float64, an output on a device).
+  double product_sum_bound(const ProductSumOp& op, const std::vector<at::Tensor>& inputs, const at::Tensor& output,
+                           size_t index);
+  // The check of output `index` of a product-sum op when its bound shows it clean (remembered as the
+  // output's check); nullopt when it cannot.
+  std::optional<OverflowCheck> product_sum_check(const ProductSumOp& op, const std::vector<at::Tensor>& inputs,
+                                                 const at::Tensor& output, size_t index);
+  // Whether every output of a product-sum op that can overflow is clean from its bound (each
+  // remembered then); nothing is remembered when one is not.
+  bool product_sum_checks(const ProductSumOp& op, const std::vector<at::Tensor>& inputs,
+                          const std::vector<at::Tensor>& outputs);
   // The bound of a bounded op's output of dtype `output` from its operands' bounds as they are
   // before it runs (what an op writing an input in place reads is the input as it is now);
   // infinite when an operand's bound the rule reads is not known.

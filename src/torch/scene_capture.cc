@@ -69,7 +69,8 @@ class LazyCheck final : public LazyWork {
  public:
   bool in_order() const override { return true; }
   LazyCheck(PendingWork& barrier, KnownChecks& known, std::shared_ptr<DumpSink> dumper, OpRecord record, std::vector<at::Tensor> inputs,
-            std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded)
+            std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded,
+            ProductSumOp product_sum)
       : LazyWork(barrier),
         known_(known),
         dumper_(std::move(dumper)),
@@ -77,7 +78,8 @@ class LazyCheck final : public LazyWork {
         inputs_(std::move(inputs)),
         outputs_(std::move(outputs)),
         prechecked_(std::move(prechecked)),
-        bounded_(std::move(bounded)) {}
+        bounded_(std::move(bounded)),
+        product_sum_(product_sum) {}
 
   std::vector<const c10::StorageImpl*> storages() const {
     std::vector<const c10::StorageImpl*> out;
@@ -98,14 +100,19 @@ class LazyCheck final : public LazyWork {
     bool fired = false;
     uint64_t bytes = 0;
     if (!bounded) {
-      for (const at::Tensor& t : outputs_) {
+      for (size_t i = 0; i < outputs_.size(); ++i) {
+        const at::Tensor& t = outputs_[i];
+        if (std::optional<OverflowCheck> clean = known_.product_sum_check(product_sum_, inputs_, t, i)) {
+          checks.push_back(*clean);  // known clean from its operands' bounds: not read
+          continue;
+        }
         checks.push_back(check_host(t));
         known_.remember(t, checks.back());
         fired |= checks.back().fired(dumper_->settings().check_fp16_range);
         bytes += checked_bytes(t);
       }
     }
-    dumper_->count_overflow_check(bytes, bounded);
+    dumper_->count_overflow_check(bytes, bounded || (product_sum_.kind != ProductSum::None && bytes == 0));
     if (fired) {
       barrier().run_earlier(*this);  // older checks report first, wherever they are computed
       report_overflow(*dumper_, record_, inputs_, outputs_, checks, prechecked_);
@@ -120,6 +127,7 @@ class LazyCheck final : public LazyWork {
   std::vector<at::Tensor> inputs_, outputs_;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked_;
   BoundedOp bounded_;
+  ProductSumOp product_sum_;
 };
 
 // The overflow checks of a device op's outputs: staged into the scene's batch where small enough
@@ -177,14 +185,15 @@ class OverflowScene {
  public:
   OverflowScene(PendingWork& barrier, KnownChecks& known) : barrier_(barrier), known_(known) {}
   void check(const std::shared_ptr<DumpSink>& dumper, const OpRecord& record, std::vector<at::Tensor> inputs,
-             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded) {
+             std::vector<at::Tensor> outputs, std::vector<std::pair<size_t, OverflowCheck>> prechecked, BoundedOp bounded,
+             ProductSumOp product_sum) {
     // Outputs on a device are checked there; with device_path_on_cpu host outputs too (by the same
     // ATen reductions, not the host kernels).
     bool on_device = dumper->settings().device_path_on_cpu;
     for (const at::Tensor& t : outputs) on_device |= t.defined() && !t.device().is_cpu();
     if (!on_device) {
       auto work = std::make_shared<LazyCheck>(barrier_, known_, dumper, record, std::move(inputs), std::move(outputs),
-                                              std::move(prechecked), std::move(bounded));
+                                              std::move(prechecked), std::move(bounded), product_sum);
       std::lock_guard<std::mutex> lock(mutex_);
       while (!host_.empty() && host_.front()->done()) host_.pop_front();  // released here, on a training thread
       host_.push_back(work);
@@ -419,6 +428,7 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, std::vec
   op.inputs = std::move(inputs);
   BoundedOp& bounded = op.bounded;
   bounded = bounded_op(op_type, fn.inputs());
+  op.product_sum = product_sum_op(op_type, fn.inputs());
   const bool bounds = bounded.rule != BoundRule::None;
   if (bounds && clean_before_writing(state_->known, op.inputs, written, bounded)) return;  // nothing to copy or precheck
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -461,8 +471,12 @@ void DebugScenes::end(const at::RecordFunction& fn, const std::shared_ptr<DumpSi
       dumper.count_overflow_check(0, /*bounded=*/true);
       return;
     }
+    if (op.product_sum.kind != ProductSum::None && state_->known.product_sum_checks(op.product_sum, op.inputs, outputs)) {
+      dumper.count_overflow_check(0, /*bounded=*/true);
+      return;
+    }
     state_->overflow.check(shared, record, std::move(op.inputs), std::move(outputs), std::move(op.prechecked),
-                           std::move(op.bounded));
+                           std::move(op.bounded), op.product_sum);
     return;
   }
   if (scene == Scene::Watcher) {

@@ -26,6 +26,7 @@ struct SceneOp {
   std::vector<at::Tensor> inputs;
   std::vector<std::pair<size_t, OverflowCheck>> prechecked;
   BoundedOp bounded;  // ops with a bound rule
+  ProductSumOp product_sum;  // convolutions, matrix products and their gradients
   // Exception dumps: the arguments themselves (references, no data copies).
   std::vector<c10::IValue> arguments;
 };

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "debug_scenes/product_sum_bound.h"
 #include "debug_scenes/range_bound.h"
 
 using namespace opdump;
@@ -38,6 +39,7 @@ TEST(RangeBound, OpTypesHaveTheirRules) {
   EXPECT_EQ(bound_rule("relu_"), BoundRule::Same);
   EXPECT_EQ(bound_rule("add"), BoundRule::Sum);
   EXPECT_EQ(bound_rule("div_"), BoundRule::Quotient);
+  EXPECT_EQ(bound_rule("threshold_backward"), BoundRule::Masked);
   for (const char* none : {"exp", "addcdiv_", "sqrt", "pow", "matmul", "convolution", "rsub"})
     EXPECT_EQ(bound_rule(none), BoundRule::None) << none;
 }
@@ -61,6 +63,9 @@ TEST(RangeBound, TheOptimizersArithmetic) {
   expect_tight(output_bound(BoundRule::Fill, {t(kInf), n(-7.0)}, DType::Float32), 7.0);
   expect_tight(output_bound(BoundRule::Source, {t(kInf), t(5.0), n(0)}, DType::Float32), 5.0);
   expect_tight(output_bound(BoundRule::Same, {t(5.0), BoundOperand::other()}, DType::Float32), 5.0);
+  // relu's gradient: each element the incoming gradient's or 0, whatever the forward input held
+  expect_tight(output_bound(BoundRule::Masked, {t(0.25), t(kInf), n(0)}, DType::Float32), 0.25);
+  EXPECT_EQ(output_bound(BoundRule::Masked, {t(0.25), t(1.0)}, DType::Float32), kInf);  // no threshold
   // out= variants: one trailing tensor, whatever it held
   expect_tight(output_bound(BoundRule::Sum, {t(1.0), t(2.0), n(1), t(kInf)}, DType::Float32), 3.0);
   expect_tight(output_bound(BoundRule::Product, {t(1.0), n(3.0), t(kInf)}, DType::Float32), 3.0);
@@ -106,4 +111,44 @@ TEST(RangeBound, WideningCoversRoundingAndCleanIsBelowFloat16sLimit) {
   EXPECT_FALSE(bound_is_clean(output_bound(BoundRule::Same, {t(65000.0)}, DType::BFloat16)));
   EXPECT_TRUE(bound_is_clean(output_bound(BoundRule::Product, {t(60000.0), n(1.0917)}, DType::Float32)));
   EXPECT_FALSE(bound_is_clean(output_bound(BoundRule::Product, {t(60000.0), n(1.0918)}, DType::Float32)));
+}
+
+// Product sums (product_sum_bound.h): K products counted from the shapes, float32 and float64 only, and
+// no bound where the rounding of K terms is not small. (On real kernels: tests/cpp/torch/test_product_sum_bounds.cc.)
+TEST(ProductSumBound, CountsFromShapesAndRefusesWhatItCannotBound) {
+  EXPECT_EQ(product_sum_of("convolution_backward"), ProductSum::ConvolutionBackward);
+  EXPECT_EQ(product_sum_of("conv_transpose2d"), ProductSum::ConvolutionTransposed);
+  EXPECT_EQ(product_sum_of("addmm"), ProductSum::AddMatrixProduct);
+  EXPECT_EQ(product_sum_of("addbmm"), ProductSum::None);  // sums over the batch too: not counted so
+  auto tensor = [](std::initializer_list<int64_t> sizes, double bound) {
+    ProductSumOperands::Tensor t;
+    t.present = true;
+    for (int64_t s : sizes) t.sizes[t.dim++] = s;
+    t.bound = bound;
+    return t;
+  };
+  ProductSumOperands mm;
+  mm.tensor[0] = tensor({8, 100}, 2.0);
+  mm.tensor[1] = tensor({100, 4}, 0.5);
+  // (covering operands rounded to bfloat16 first: 1/128 more)
+  EXPECT_GE(product_sum_bound(ProductSum::MatrixProduct, mm, 0, DType::Float32), 100.0 * (1 + 1.0 / 128));
+  EXPECT_LE(product_sum_bound(ProductSum::MatrixProduct, mm, 0, DType::Float32), 102.0);
+  EXPECT_EQ(product_sum_bound(ProductSum::MatrixProduct, mm, 0, DType::Float16), kInf);
+  EXPECT_EQ(product_sum_bound(ProductSum::MatrixProduct, mm, 0, DType::BFloat16), kInf);
+  EXPECT_EQ(product_sum_bound(ProductSum::MatrixProduct, mm, 1, DType::Float32), kInf);
+  mm.tensor[1].bound = kInf;
+  EXPECT_EQ(product_sum_bound(ProductSum::MatrixProduct, mm, 0, DType::Float32), kInf);
+  // 2^20 float32 terms: their sum's rounding is not bounded tightly enough; float64's is
+  ProductSumOperands wide;
+  wide.tensor[0] = tensor({1, 1 << 20}, 1e-6);
+  wide.tensor[1] = tensor({1 << 20, 1}, 1e-6);
+  EXPECT_EQ(product_sum_bound(ProductSum::MatrixProduct, wide, 0, DType::Float32), kInf);
+  EXPECT_LT(product_sum_bound(ProductSum::MatrixProduct, wide, 0, DType::Float64), 1e-5);
+  // a convolution's weight gradient sums over the batch: an unbatched gradient is not counted
+  ProductSumOperands conv;
+  conv.tensor[0] = tensor({16, 5, 5}, 1.0);
+  conv.tensor[1] = tensor({3, 5, 5}, 1.0);
+  conv.tensor[2] = tensor({16, 3, 3, 3}, 1.0);
+  EXPECT_EQ(product_sum_bound(ProductSum::ConvolutionBackward, conv, 1, DType::Float32), kInf);
+  EXPECT_LT(product_sum_bound(ProductSum::ConvolutionBackward, conv, 0, DType::Float32), kInf);
 }

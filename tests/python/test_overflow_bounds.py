@@ -186,3 +186,65 @@ def test_an_accumulation_checks_its_operand_instead_of_copying_what_it_overwrite
     assert root["op_type"] == "mul"
     add = out["overflows"][1]
     assert add["tensors"][0]["io"] == "input" and add["tensors"][0]["beyond_fp16"] == 0  # g as add_ read it
+
+
+# A small convolutional net trained with momentum SGD (run() dedents the body it is part of).
+CONV_NET = """
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(32 * 8 * 8, 10))
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+        def step(scale=1.0):
+            opt.zero_grad(set_to_none=False)
+            # (the product is checked: the first convolution's input gets a bound)
+            (scale * torch.nn.functional.cross_entropy(m(x * 1.0), y)).backward()
+            opt.step()
+"""
+
+
+def test_convolutions_and_matrix_products_are_known_clean_and_a_planted_fault_is_still_found(tmp_path):
+    # Each element of a convolution's output or gradient, or of a matrix product, sums K products of
+    # operands whose bounds are known: K * Ma * Mb + bias bounds it, so a trained net's convolutions,
+    # their gradients (the weights' are most of what overflow mode read) and its linear layer are not
+    # read. A loss scaled far beyond float16's range makes those gradients overflow: their bounds say so,
+    # they are read, and each is reported.
+    out = run(tmp_path, CONV_NET + """
+        sizes = sum(p.numel() * 4 for p in m.parameters())
+        step()
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            step()  # parameters and activations get their checks
+            before = opdump.counters()
+            step()
+            after = opdump.counters()
+            clean = list(d.overflows)
+            step(scale=1e9)
+        read = after["overflow_bytes_read"] - before["overflow_bytes_read"]
+        print(json.dumps({"read": read, "sizes": sizes, "clean": clean, "overflows": d.overflows,
+                          "bounded": after["overflow_bounded"] - before["overflow_bounded"],
+                          "checks": after["overflow_checks"] - before["overflow_checks"]}))
+        """)
+    assert out["clean"] == []
+    # weight gradients alone are `sizes` bytes: none of them is read, only the data times 1 and the
+    # loss's ops, which have no rule
+    assert out["read"] < out["sizes"] / 4, out
+    assert out["bounded"] >= out["checks"] - 8, out
+    fired = [e["op_type"] for e in out["overflows"]]
+    assert "convolution_backward" in fired and "mm" in fired, fired
+    conv = next(e for e in out["overflows"] if e["op_type"] == "convolution_backward")
+    assert any(t["io"] == "output" and t["beyond_fp16"] > 0 for t in conv["tensors"])
+
+
+def test_a_convolution_whose_input_leaves_the_bound_is_read_and_reported(tmp_path):
+    out = run(tmp_path, CONV_NET + """
+        step()
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            step()
+            with torch.no_grad():
+                m[0].weight[0, 0, 0, 0] = 6e4  # within float16's range, but the outputs it meets data of 1.1 and more in leave it
+            m(x)
+        print(json.dumps({"overflows": d.overflows, "root": d.root_cause}))
+        """)
+    assert out["root"]["op_type"] == "conv2d", out["overflows"]
+    assert out["root"]["inputs_finite"] is True

@@ -21,7 +21,7 @@ constexpr Named kRules[] = {
     {"lerp_", BoundRule::Lerp},       {"fill_", BoundRule::Fill},        {"zero_", BoundRule::Zero},
     {"copy_", BoundRule::Source},     {"clone", BoundRule::Same},        {"neg", BoundRule::Same},
     {"neg_", BoundRule::Same},        {"abs", BoundRule::Same},          {"abs_", BoundRule::Same},
-    {"relu", BoundRule::Same},        {"relu_", BoundRule::Same},
+    {"relu", BoundRule::Same},        {"relu_", BoundRule::Same},        {"threshold_backward", BoundRule::Masked},
 };
 
 // Each rule is at most three roundings in the op's compute type (float32 for 16-bit tensors on
@@ -105,6 +105,10 @@ double output_bound(BoundRule rule, BoundOperands args, DType output) {
       break;
     case BoundRule::Same:  // a second argument is clone's memory_format or an out= tensor: neither changes values
       if (args.empty() || args.size() > 2) return kUnknown;
+      b = arg(args, 0, Kind::Tensor);
+      break;
+    case BoundRule::Masked:  // a third argument is the threshold, a fourth an out= tensor
+      if (args.size() < 3 || !nothing_else(args, 3)) return kUnknown;
       b = arg(args, 0, Kind::Tensor);
       break;
   }

@@ -30,6 +30,7 @@ enum class BoundRule : uint8_t {
   Zero,
   Source,      // copy_ (self, src): |src|
   Same,        // clone, neg, abs, relu (self): |self|
+  Masked,      // threshold_backward (grad_output, self, threshold): |grad_output| (relu's gradient: each element it or 0)
 };
 
 OPDUMP_ADAPTER_API BoundRule bound_rule(std::string_view op_type);
