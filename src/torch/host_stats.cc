@@ -102,9 +102,10 @@ void forget_work(std::weak_ptr<LazyWork>& w) { w.reset(); }
 constexpr auto kLinger = std::chrono::microseconds(1000);  // the background thread's look for more work
 }  // namespace
 
-void PendingWork::set_placement(HostWork where) {
+void PendingWork::set_placement(HostWork where, bool overflow) {
   const bool all_cores_busy = at::get_num_threads() >= static_cast<int>(hardware_threads());
-  inline_.store(where == HostWork::Inline || (where == HostWork::Auto && all_cores_busy), std::memory_order_relaxed);
+  inline_.store(where == HostWork::Inline || (where == HostWork::Auto && (all_cores_busy || overflow)),
+                std::memory_order_relaxed);
 }
 
 PendingWork::PendingWork() {

@@ -134,7 +134,10 @@ class PendingWork {
   // Decided once, when dumping starts, on the thread that starts it: ops on other threads (the
   // autograd engine's) may see another intra-op thread count, and a dump whose work were partly
   // inline and partly queued would report overflows out of order.
-  void set_placement(HostWork where);
+  // `auto` runs the work inline when torch's intra-op threads take every core, and for overflow
+  // checks (`overflow`), whose operands' checks are then done when an op ends: most outputs are
+  // known clean from their bounds at once, with nothing queued or held.
+  void set_placement(HostWork where, bool overflow = false);
   bool runs_inline() const { return inline_.load(std::memory_order_relaxed); }
   // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);

@@ -101,7 +101,7 @@ class Observer final : public RuntimeListener {
     if (dumping)
       if (auto d = runtime_.dump_sink()) {
         level_.store(static_cast<int>(d->settings().level));
-        barrier_.set_placement(d->settings().host_work);
+        barrier_.set_placement(d->settings().host_work, d->settings().scene == Scene::Overflow);
         scene_.store(static_cast<int>(d->settings().scene));
       }
     std::lock_guard<std::mutex> lock(mutex_);

@@ -13,10 +13,25 @@ import pytest
 from conftest import BUILD, PYTHON
 
 
-def run(tmp_path, body, *args):
-    """Runs `body` (Python, with torch, numpy and opdump imported and OUT the dump folder); returns
-    what it printed as JSON on its last line."""
-    code = "import json, sys, numpy as np, torch, opdump\nOUT = sys.argv[1]\n" + textwrap.dedent(body)
+# opdump.dumper with the host checks' placement forced (host_work): `auto` runs overflow checks as each op
+# ends, `background` queues them for the background thread, where an op's operands may not be checked yet.
+PLACEMENT = """
+if PLACEMENT != "auto":
+    class _Placed(opdump.dumper):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            cfg = json.loads(self._config)
+            cfg["opdump"]["host_work"] = PLACEMENT
+            self._config = json.dumps(cfg)
+    opdump.dumper = _Placed
+"""
+
+
+def run(tmp_path, body, *args, placement="auto"):
+    """Runs `body` (Python, with torch, numpy and opdump imported and OUT the dump folder; opdump.dumper
+    placing its checks by `placement`); returns what it printed as JSON on its last line."""
+    code = ("import json, sys, numpy as np, torch, opdump\nOUT = sys.argv[1]\n" +
+            f"PLACEMENT = {placement!r}\n" + PLACEMENT + textwrap.dedent(body))
     proc = subprocess.run([PYTHON, "-c", code, str(tmp_path / "o"), *map(str, args)], capture_output=True, text=True,
                           timeout=600, env=dict(os.environ, PYTHONPATH=str(BUILD / "python")))
     assert proc.returncode == 0, proc.stderr
@@ -46,7 +61,8 @@ OPTIMIZERS = {"sgd": ("torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)", 
 
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
-def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_found(tmp_path, optimizer):
+@pytest.mark.parametrize("placement", ["auto", "background"])
+def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_found(tmp_path, optimizer, placement):
     make, bounded_per_step, update = OPTIMIZERS[optimizer]
     out = run(tmp_path, TRAINING + """
         with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
@@ -57,7 +73,7 @@ def test_an_optimizers_updates_are_known_clean_and_a_planted_fault_is_still_foun
             step()
         print(json.dumps({"clean": clean, "overflows": d.overflows, "root_cause": d.root_cause,
                           "params": len(list(m.parameters()))}))
-        """, make)
+        """, make, placement=placement)
     params, clean = out["params"], out["clean"]
     # steps 2 to 4: known clean, none of them read
     assert clean["overflow_bounded"] >= bounded_per_step * 3 * params
@@ -158,9 +174,10 @@ def test_an_in_place_op_known_clean_before_it_runs_is_not_copied(tmp_path):
     assert [e["op_type"] for e in out["overflows"]] == ["mul_"]
 
 
-def test_an_accumulation_checks_its_operand_instead_of_copying_what_it_overwrites(tmp_path):
-    # backward's gradient reaches AccumulateGrad moments after the op that made it: its check is still
-    # queued behind a large one. The add_ into the zeroed gradient checks that operand itself (a read in
+@pytest.mark.parametrize("placement", ["auto", "background"])
+def test_an_accumulation_checks_its_operand_instead_of_copying_what_it_overwrites(tmp_path, placement):
+    # backward's gradient reaches AccumulateGrad moments after the op that made it: on the background thread
+    # its check is still queued behind a large one (as each op ends, it is done already). The add_ into the zeroed gradient checks that operand itself (a read in
     # cache) and is then known clean before it runs: nothing copied. One whose operand leaves float16's
     # range is still copied, read and reported, with its input as it was.
     out = run(tmp_path, """
@@ -177,7 +194,7 @@ def test_an_accumulation_checks_its_operand_instead_of_copying_what_it_overwrite
             g.add_(incoming)   # beyond float16's range
             fired = opdump.counters()
         print(json.dumps({"clean": clean, "fired": fired, "overflows": d.overflows, "root": d.root_cause}))
-        """)
+        """, placement=placement)
     assert out["clean"]["overflow_bytes_copied"] == 0
     assert out["clean"]["overflow_bounded"] >= 1  # the add_, from its operands' bounds
     assert out["fired"]["overflow_bytes_copied"] == 400_000
@@ -204,7 +221,8 @@ CONV_NET = """
 """
 
 
-def test_convolutions_and_matrix_products_are_known_clean_and_a_planted_fault_is_still_found(tmp_path):
+@pytest.mark.parametrize("placement", ["auto", "background"])
+def test_convolutions_and_matrix_products_are_known_clean_and_a_planted_fault_is_still_found(tmp_path, placement):
     # Each element of a convolution's output or gradient, or of a matrix product, sums K products of
     # operands whose bounds are known: K * Ma * Mb + bias bounds it, so a trained net's convolutions,
     # their gradients (the weights' are most of what overflow mode read) and its linear layer are not
@@ -224,7 +242,7 @@ def test_convolutions_and_matrix_products_are_known_clean_and_a_planted_fault_is
         print(json.dumps({"read": read, "sizes": sizes, "clean": clean, "overflows": d.overflows,
                           "bounded": after["overflow_bounded"] - before["overflow_bounded"],
                           "checks": after["overflow_checks"] - before["overflow_checks"]}))
-        """)
+        """, placement=placement)
     assert out["clean"] == []
     # weight gradients alone are `sizes` bytes: none of them is read, only the data times 1 and the
     # loss's ops, which have no rule

@@ -393,6 +393,24 @@ def test_host_work_inline_gives_the_background_threads_statistics(workload, tmp_
         assert big > 20
 
 
+def test_overflow_checks_run_as_each_op_ends_by_default(workload, tmp_path):
+    """With a core free `auto` keeps statistics on the background thread, but runs overflow checks as each
+    op ends: the operands' checks are then done, so most outputs are known clean from their bounds at
+    once (resnet18: 1.11-1.12x of the undumped step against 1.17-1.19x on the background thread). Both
+    placements check the same ops and lose no step's numbers."""
+    runs = {}
+    for host_work in ("auto", "background"):
+        cfg = ms_config(tmp_path / host_work, iteration="all", saved_data="statistic", host_work=host_work,
+                        common={"op_debug_mode": 3})
+        runs[host_work] = workload("resnet18", steps=2, config=cfg, extra=("--threads", "1"))
+    assert runs["auto"]["losses"] == runs["background"]["losses"]
+    assert "opdump-stats" not in runs["auto"]["thread_names"]
+    if os.cpu_count() > 1:
+        assert "opdump-stats" in runs["background"]["thread_names"]
+    counted = {k: runs[k]["report"]["overflow_checks"] for k in runs}
+    assert counted["auto"] == counted["background"] > 300, counted
+
+
 STATISTICS_DUMP = r"""
 import json, sys, torch
 sys.path.insert(0, sys.argv[2])
