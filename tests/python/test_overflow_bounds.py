@@ -245,9 +245,15 @@ def test_convolutions_and_matrix_products_are_known_clean_and_a_planted_fault_is
         """, placement=placement)
     assert out["clean"] == []
     # weight gradients alone are `sizes` bytes: none of them is read, only the data times 1 and the
-    # loss's ops, which have no rule
-    assert out["read"] < out["sizes"] / 4, out
-    assert out["bounded"] >= out["checks"] - 8, out
+    # loss's ops, which have no rule. (As each op ends its operands are checked; on the background thread a
+    # check the write barrier forces ahead of its turn may find an operand's still queued, and read its
+    # outputs instead.)
+    if placement == "auto":
+        assert out["read"] < out["sizes"] / 4, out
+        assert out["bounded"] >= out["checks"] - 8, out
+    else:
+        assert out["read"] < out["sizes"], out
+        assert out["bounded"] >= out["checks"] // 2, out
     fired = [e["op_type"] for e in out["overflows"]]
     assert "convolution_backward" in fired and "mm" in fired, fired
     conv = next(e for e in out["overflows"] if e["op_type"] == "convolution_backward")

@@ -3,17 +3,14 @@
 
 #include <cmath>
 
+#include "debug_scenes/range_bound.h"
+
 namespace opdump {
 namespace {
 
-constexpr double kUnknown = std::numeric_limits<double>::infinity();
+constexpr double kUnknown = kNoBound;
 
-struct Named {
-  std::string_view op_type;
-  ProductSum op;
-};
-
-constexpr Named kOps[] = {
+constexpr NamedRule<ProductSum> kOps[] = {
     {"conv1d", ProductSum::Convolution},
     {"conv2d", ProductSum::Convolution},
     {"conv3d", ProductSum::Convolution},
@@ -78,11 +75,7 @@ int64_t ProductSumOperands::Tensor::numel() const {
   return n;
 }
 
-ProductSum product_sum_of(std::string_view op_type) {
-  for (const Named& n : kOps)
-    if (n.op_type == op_type) return n.op;
-  return ProductSum::None;
-}
+ProductSum product_sum_of(std::string_view op_type) { return rule_named(kOps, op_type); }
 
 int product_sum_transposed_arg(ProductSum op) {
   switch (op) {

@@ -6,14 +6,9 @@
 namespace opdump {
 namespace {
 
-constexpr double kUnknown = std::numeric_limits<double>::infinity();
+constexpr double kUnknown = kNoBound;
 
-struct Named {
-  std::string_view op_type;
-  BoundRule rule;
-};
-
-constexpr Named kRules[] = {
+constexpr NamedRule<BoundRule> kRules[] = {
     {"add", BoundRule::Sum},          {"add_", BoundRule::Sum},          {"sub", BoundRule::Sum},
     {"sub_", BoundRule::Sum},         {"mul", BoundRule::Product},       {"mul_", BoundRule::Product},
     {"div", BoundRule::Quotient},     {"div_", BoundRule::Quotient},
@@ -52,11 +47,7 @@ bool nothing_else(BoundOperands args, size_t rule_args) {
 
 }  // namespace
 
-BoundRule bound_rule(std::string_view op_type) {
-  for (const Named& n : kRules)
-    if (n.op_type == op_type) return n.rule;
-  return BoundRule::None;
-}
+BoundRule bound_rule(std::string_view op_type) { return rule_named(kRules, op_type); }
 
 double output_bound(BoundRule rule, BoundOperands args, DType output) {
   using Kind = BoundOperand::Kind;

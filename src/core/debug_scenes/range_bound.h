@@ -18,6 +18,22 @@
 
 namespace opdump {
 
+// "No bound": what every rule gives when it cannot bound an output.
+constexpr double kNoBound = std::numeric_limits<double>::infinity();
+
+// A table of rules by op type (this file's and product_sum_bound.h's), and the lookup in it.
+template <typename Rule>
+struct NamedRule {
+  std::string_view op_type;
+  Rule rule;
+};
+template <typename Rule, size_t N>
+Rule rule_named(const NamedRule<Rule> (&table)[N], std::string_view op_type) {
+  for (const NamedRule<Rule>& n : table)
+    if (n.op_type == op_type) return n.rule;
+  return Rule::None;
+}
+
 // The arithmetic an op's output follows, by op type.
 enum class BoundRule : uint8_t {
   None,        // no rule: the output is read
