@@ -1,9 +1,11 @@
 // Helpers shared by the C++ tests.
 #pragma once
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,9 +21,13 @@ class TempDir {
     std::string tmpl = "/tmp/opdump-test-XXXXXX";
     path_ = ::mkdtemp(tmpl.data());
   }
+  // Removed with POSIX calls, not std::filesystem::remove_all: PyTorch's pip wheels (2.5 and later) export
+  // the libstdc++ they link statically (pytorch/pytorch#133437), so a libtorch program's remove_all binds to
+  // libtorch's copy, which crashes with torch 2.11 (a null call inside it, seen on the lent GPU machine).
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    ::nftw(
+        path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+        FTW_DEPTH | FTW_PHYS);
   }
   const std::string& path() const { return path_; }
   std::string operator/(const std::string& name) const { return path_ + "/" + name; }
