@@ -13,6 +13,7 @@
 #include "opdump/error.h"
 #include "stats/helper_pool.h"
 #include "stats/stats.h"
+#include "stats/stats_kernels.h"
 
 using namespace opdump;
 
@@ -85,6 +86,72 @@ TEST(Stats, Float32WithSpecialsAtEverySize) {
     TensorStats s = compute_stats(TensorView{v.data(), DType::Float32, {static_cast<int64_t>(n)}});
     EXPECT_EQ(s.count, n);
     expect_matches(s, reference(v, [](float x) { return static_cast<double>(x); }), 1e-6);
+  }
+}
+
+// Every build of the kernels this CPU runs (baseline, AVX2, AVX-512) on the same data: exact counts and
+// extremes, sums to rounding, at sizes around each build's lane widths and block length, with specials
+// in the hot loop, in the tail and in the first lane. On this CI's CPUs all three builds run.
+TEST(Stats, EveryKernelBuildMatchesTheReference) {
+  size_t count = 0;
+  const detail::KernelBuild* builds = detail::runnable_kernel_builds(&count);
+  ASSERT_GE(count, 1u);
+  EXPECT_STREQ(builds[0].name, "baseline");
+  EXPECT_EQ(builds[count - 1].compute, detail::best_stats_kernel());
+  EXPECT_EQ(builds[count - 1].range_scan, detail::best_range_scan_kernel());
+  for (size_t n : {1, 31, 32, 33, 63, 64, 65, 4095, 4096, 4097, 8192 + 40, 100003}) {
+    for (bool specials : {false, true}) {
+      auto v = random_floats(n, static_cast<uint32_t>(n) * 3 + specials, specials);
+      if (specials && n > 40) v[n - 2] = NAN;
+      std::vector<uint16_t> bf16(n), f16(n);
+      for (size_t i = 0; i < n; ++i) {
+        bf16[i] = float_to_bf16(v[i]);
+        f16[i] = float_to_half(v[i]);
+      }
+      const struct {
+        const void* data;
+        DType dtype;
+        Reference ref;
+      } cases[] = {
+          {v.data(), DType::Float32, reference(v, [](float x) { return static_cast<double>(x); })},
+          {bf16.data(), DType::BFloat16, reference(bf16, [](uint16_t x) { return double(bf16_to_float(x)); })},
+          {f16.data(), DType::Float16, reference(f16, [](uint16_t x) { return double(half_to_float(x)); })},
+      };
+      for (const auto& c : cases) {
+        for (size_t b = 0; b < count; ++b) {
+          SCOPED_TRACE(std::string(builds[b].name) + " " + std::string(dtype_name(c.dtype)) + " n=" + std::to_string(n) +
+                       (specials ? " with specials" : ""));
+          for (bool sign_counts : {true, false}) {
+            detail::StatsPartial p;
+            builds[b].compute(c.data, 0, n, c.dtype, sign_counts, &p);
+            EXPECT_EQ(p.count, n);
+            EXPECT_EQ(p.nan, c.ref.nan);
+            EXPECT_EQ(p.pos_inf, c.ref.pinf);
+            EXPECT_EQ(p.neg_inf, c.ref.ninf);
+            EXPECT_EQ(p.finite, c.ref.finite);
+            if (sign_counts) {
+              EXPECT_EQ(p.negative, c.ref.neg);
+              EXPECT_EQ(p.positive, c.ref.pos);
+              EXPECT_EQ(p.zero, c.ref.zero);
+            }
+            ASSERT_EQ(p.have_minmax, c.ref.finite > 0);
+            if (!p.have_minmax) continue;
+            EXPECT_EQ(p.min, c.ref.mn);
+            EXPECT_EQ(p.max, c.ref.mx);
+            // (float lanes flushed into double every block: a sum's error is within eps * sqrt(n * sum of squares))
+            const double scale = std::sqrt(static_cast<double>(c.ref.sq) * static_cast<double>(n));
+            EXPECT_NEAR(p.sum, static_cast<double>(c.ref.sum), 1e-6 * std::max(1.0, scale));
+            EXPECT_NEAR(p.sum_sq, static_cast<double>(c.ref.sq), 1e-6 * static_cast<double>(c.ref.sq));
+          }
+          uint64_t nonfinite = 0, beyond = 0;
+          double largest = -1;
+          builds[b].range_scan(c.data, n, c.dtype, false, &nonfinite, &beyond, &largest);
+          EXPECT_EQ(nonfinite, c.ref.nan + c.ref.pinf + c.ref.ninf);
+          EXPECT_EQ(beyond, 0u);
+          if (!nonfinite) EXPECT_EQ(largest, std::max(std::fabs(c.ref.mn), std::fabs(c.ref.mx)));
+        }
+      }
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "opdump/error.h"
 #include "stats_kernels.h"
@@ -52,23 +53,33 @@ void merge(StatsPartial& into, const StatsPartial& from) {
   into.sum_sq += from.sum_sq;
 }
 
-StatsKernel best_stats_kernel() {
+const KernelBuild* runnable_kernel_builds(size_t* count) {
+  // Listed once: the CPU's features cannot change while the process runs.
+  static const std::vector<KernelBuild> builds = [] {
+    std::vector<KernelBuild> b{{"baseline", &k_baseline::compute, &k_baseline::range_scan}};
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  if (cpu_runs_avx2_kernels()) return &k_avx2::compute;
+    if (cpu_runs_avx2_kernels()) b.push_back({"avx2", &k_avx2::compute, &k_avx2::range_scan});
 #endif
-  return &k_baseline::compute;
+#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX512_KERNELS)
+    if (cpu_runs_avx512_kernels()) b.push_back({"avx512", &k_avx512::compute, &k_avx512::range_scan});
+#endif
+    return b;
+  }();
+  *count = builds.size();
+  return builds.data();
 }
 
-RangeScanKernel best_range_scan_kernel() {
-#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
-  if (cpu_runs_avx2_kernels()) return &k_avx2::range_scan;
-#endif
-  return &k_baseline::range_scan;
+namespace {
+const KernelBuild& widest_build() {
+  size_t n = 0;
+  const KernelBuild* builds = runnable_kernel_builds(&n);
+  return builds[n - 1];
 }
+}  // namespace
 
-const char* best_stats_kernel_name() {
-  return best_stats_kernel() == &k_baseline::compute ? "baseline" : "avx2";
-}
+StatsKernel best_stats_kernel() { return widest_build().compute; }
+RangeScanKernel best_range_scan_kernel() { return widest_build().range_scan; }
+const char* best_stats_kernel_name() { return widest_build().name; }
 
 }  // namespace detail
 
