@@ -89,9 +89,9 @@ TEST(Stats, Float32WithSpecialsAtEverySize) {
   }
 }
 
-// Every build of the kernels this CPU runs (baseline, AVX2, AVX-512) on the same data: exact counts and
-// extremes, sums to rounding, at sizes around each build's lane widths and block length, with specials
-// in the hot loop, in the tail and in the first lane. On this CI's CPUs all three builds run.
+// Every build of the kernels this CPU runs (baseline, AVX2) on the same data: exact counts and extremes,
+// sums to rounding, at sizes around each build's lane widths and block length, with specials in the hot
+// loop, in the tail and in the first lane. On this CI's CPUs both builds run.
 TEST(Stats, EveryKernelBuildMatchesTheReference) {
   size_t count = 0;
   const detail::KernelBuild* builds = detail::runnable_kernel_builds(&count);
@@ -148,7 +148,9 @@ TEST(Stats, EveryKernelBuildMatchesTheReference) {
           builds[b].range_scan(c.data, n, c.dtype, false, &nonfinite, &beyond, &largest);
           EXPECT_EQ(nonfinite, c.ref.nan + c.ref.pinf + c.ref.ninf);
           EXPECT_EQ(beyond, 0u);
-          if (!nonfinite) EXPECT_EQ(largest, std::max(std::fabs(c.ref.mn), std::fabs(c.ref.mx)));
+          if (!nonfinite) {
+            EXPECT_EQ(largest, std::max(std::fabs(c.ref.mn), std::fabs(c.ref.mx)));
+          }
         }
       }
     }

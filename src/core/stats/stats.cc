@@ -60,26 +60,21 @@ const KernelBuild* runnable_kernel_builds(size_t* count) {
 #if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX2_KERNELS)
     if (cpu_runs_avx2_kernels()) b.push_back({"avx2", &k_avx2::compute, &k_avx2::range_scan});
 #endif
-#if defined(__x86_64__) && defined(OPDUMP_HAVE_AVX512_KERNELS)
-    if (cpu_runs_avx512_kernels()) b.push_back({"avx512", &k_avx512::compute, &k_avx512::range_scan});
-#endif
     return b;
   }();
   *count = builds.size();
   return builds.data();
 }
 
-namespace {
-const KernelBuild& widest_build() {
+StatsKernel best_stats_kernel() {
   size_t n = 0;
-  const KernelBuild* builds = runnable_kernel_builds(&n);
-  return builds[n - 1];
+  return runnable_kernel_builds(&n)[n - 1].compute;
 }
-}  // namespace
 
-StatsKernel best_stats_kernel() { return widest_build().compute; }
-RangeScanKernel best_range_scan_kernel() { return widest_build().range_scan; }
-const char* best_stats_kernel_name() { return widest_build().name; }
+RangeScanKernel best_range_scan_kernel() {
+  size_t n = 0;
+  return runnable_kernel_builds(&n)[n - 1].range_scan;
+}
 
 }  // namespace detail
 

@@ -1,4 +1,4 @@
-// Internal: the one-pass statistics kernels. Compiled once per instruction set (baseline, AVX2, AVX-512) from
+// Internal: the one-pass statistics kernels. Compiled once per instruction set (baseline and AVX2) from
 // stats_kernels.inc; stats.cc picks one at run time.
 #pragma once
 #include <cstddef>
@@ -40,15 +40,10 @@ void compute(const void* data, size_t begin, size_t end, DType dtype, bool sign_
 void range_scan(const void* data, size_t n, DType dtype, bool saturating_limit, uint64_t* nonfinite,
                 uint64_t* beyond_fp16, double* largest_abs);
 }
-namespace k_avx512 {
-void compute(const void* data, size_t begin, size_t end, DType dtype, bool sign_counts, StatsPartial* out);
-void range_scan(const void* data, size_t n, DType dtype, bool saturating_limit, uint64_t* nonfinite,
-                uint64_t* beyond_fp16, double* largest_abs);
-}
 
 // One compiled build of the kernels.
 struct KernelBuild {
-  const char* name;  // "baseline", "avx2", "avx512"
+  const char* name;  // "baseline", "avx2"
   StatsKernel compute;
   RangeScanKernel range_scan;
 };
@@ -56,9 +51,9 @@ struct KernelBuild {
 // tests hold each build to the baseline's results.
 const KernelBuild* runnable_kernel_builds(size_t* count);
 
-// The best kernel this CPU runs.
+// The widest build this CPU runs (one build for every pass: a tensor's sums must not depend on
+// which categories asked for it, since remembered statistics answer later requests).
 StatsKernel best_stats_kernel();
-const char* best_stats_kernel_name();
 RangeScanKernel best_range_scan_kernel();
 
 }  // namespace opdump::detail
