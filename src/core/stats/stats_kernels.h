@@ -48,7 +48,7 @@ struct KernelBuild {
   RangeScanKernel range_scan;
 };
 // Every build this CPU runs, narrowest first (the baseline); the last is the one a pass uses. The
-// tests hold each build to the baseline's results.
+// tests hold each build to the same reference, bench/bench_core times each.
 const KernelBuild* runnable_kernel_builds(size_t* count);
 
 // The widest build this CPU runs (one build for every pass: a tensor's sums must not depend on
