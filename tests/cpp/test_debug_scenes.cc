@@ -198,7 +198,8 @@ TEST(OverflowCheck, RangeScanSeesEveryLaneOfItsVectorLoop) {
                         {DType::Float64, 8, f64(0.5), f64(-3.0), f64(NAN)},
                         {DType::BFloat16, 2, bf16_bits(0.5f), bf16_bits(-3.0f), bf16_bits(NAN)},
                         {DType::Float16, 2, f16_bits(0.5f), f16_bits(-3.0f), f16_bits(NAN)}};
-  const detail::RangeScanKernel kernels[] = {&detail::k_baseline::range_scan, detail::best_range_scan_kernel()};
+  size_t builds = 0;
+  const detail::KernelBuild* build = detail::runnable_kernel_builds(&builds);  // each build this CPU runs
   const size_t n = 16384 + 77;  // one whole chunk and a part
   for (const Case& c : cases) {
     std::vector<char> data(n * c.element);
@@ -206,7 +207,8 @@ TEST(OverflowCheck, RangeScanSeesEveryLaneOfItsVectorLoop) {
     std::vector<size_t> positions;
     for (size_t at = 0; at < 2 * 64 / c.element; ++at) positions.push_back(at);
     for (size_t at : {size_t{16383}, size_t{16384}, size_t{16384 + 70}, n - 1}) positions.push_back(at);
-    for (auto kernel : kernels) {
+    for (size_t b = 0; b < builds; ++b) {
+      const detail::RangeScanKernel kernel = build[b].range_scan;
       for (size_t at : positions) {
         for (size_t i = 0; i < n; ++i) put(i, c.background);
         put(at, c.peak);
