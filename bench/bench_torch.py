@@ -21,8 +21,11 @@ the first steps, more slowly with a dump holding tensors (resnet50 in overflow m
 
 Separate processes differ by up to +-20% in step time on this VM whatever they run, so each
 mode is also measured inside one process, where that noise cancels:
-  blocks     blocks of 3 undumped steps and 3 steps dumped from set_dump to finalize_dump,
-             alternating; ratio = median over block pairs of (dumped / undumped)
+  blocks     blocks of 4 undumped steps and 4 steps dumped from set_dump to finalize_dump,
+             alternating; ratio = median over block pairs of (dumped / undumped), each block's
+             median over its last 3 steps: a dump's first step pays what dumping every iteration
+             pays once (its folders, and the weights the undumped steps changed summarized again;
+             about 7 ms more than the steps after it on resnet18 with both cores, December 6)
   alt        every other iteration of one dump selected (the statistics of a dumped step are
              finished while the next, undumped one runs)
 
@@ -34,7 +37,8 @@ mode is also measured inside one process, where that noise cancels:
 
 --baseline OTHER/python measures a second build of opdump (an earlier commit, say) in the same
 rounds, each of its modes right after this build's: the last lines give this build's step time
-over the baseline's, mode by mode (before/after figures from one run).
+over the baseline's, mode by mode, and each one-process ratio is followed by the baseline's
+(before/after figures from one run).
 """
 import argparse
 import json
@@ -102,9 +106,9 @@ def timed(n):
 times, off_times, report = [], [], {}
 if in_blocks:
     for _ in range(steps):
-        off_times.append(statistics.median(timed(3)))
+        off_times.append(statistics.median(timed(4)[1:]))  # (the same steps of both: the first is timed, not used)
         opdump.set_dump(path + ".json")
-        times.append(statistics.median(timed(3)))
+        times.append(statistics.median(timed(4)[1:]))
         opdump.finalize_dump()
 else:
     for i in range(2 * steps if alternate else steps):
@@ -314,19 +318,24 @@ def main():
     # A dump can also slow the undumped steps after it (an OpenMP team that a writer thread once started
     # stayed, docs/architecture.md "A second OpenMP team"): then the blocks' ratio reads low. The
     # undumped blocks after the first dump against the one before any tell.
-    inside, drift = {}, {}
+    inside, drift, inside_baseline = {}, {}, {}
     for mode in [m for m in modes if m.partition("@")[0] in ("off", "listed", "stats", "overflow")]:
         # (a dump that captures nothing has no every-other-iteration figure worth its time, forced placement or not)
         for how in (("blocks",) if mode.partition("@")[0] in ("off", "listed") else ("blocks", "alt")):
             inside[(mode, how)] = []
+            if args.baseline:
+                inside_baseline[(mode, how)] = []
             for _ in range(args.rounds):
-                d = run_mode(f"{mode}-{how}", args.steps, workdir)
-                if how == "blocks":  # pairs of neighbouring blocks
-                    inside[(mode, how)].append(statistics.median(a / b for a, b in zip(d["times"], d["off_times"])))
-                    if len(d["off_times"]) > 1:
-                        drift.setdefault(mode, []).append(statistics.median(d["off_times"][1:]) / d["off_times"][0])
-                else:
-                    inside[(mode, how)].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
+                # (the baseline's process right after this build's, each round: one-process ratios of both builds)
+                for pythonpath in [None] + ([args.baseline] if args.baseline else []):
+                    d = run_mode(f"{mode}-{how}", args.steps, workdir, pythonpath)
+                    into = inside_baseline if pythonpath else inside
+                    if how == "blocks":  # pairs of neighbouring blocks
+                        into[(mode, how)].append(statistics.median(a / b for a, b in zip(d["times"], d["off_times"])))
+                        if len(d["off_times"]) > 1 and not pythonpath:
+                            drift.setdefault(mode, []).append(statistics.median(d["off_times"][1:]) / d["off_times"][0])
+                    else:
+                        into[(mode, how)].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
     shutil.rmtree(workdir, ignore_errors=True)
     threads = runs["plain"][0]["threads"] if runs["plain"] else "?"
     described = {"resnet18": "resnet18, batch 4x3x64x64", "resnet50": "resnet50, batch 16x3x64x64",
@@ -379,9 +388,13 @@ def main():
     for (mode, how), values in inside.items():
         print(f"  {mode:8s} one process, {what[how]}: {statistics.median(values):5.2f}x"
               f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
+        if (mode, how) in inside_baseline:
+            values = inside_baseline[(mode, how)]
+            print(f"  {mode:8s}   the baseline, the same: {statistics.median(values):5.2f}x"
+                  f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
         if how == "blocks" and drift.get(mode):
             late = statistics.median(drift[mode])
-            # (one block of 3 steps before: within about 10% by noise alone)
+            # (one block of 3 timed steps before: within about 10% by noise alone)
             print(f"  {mode:8s}   its undumped blocks after the first dump / the one before: {late:5.2f}x"
                   + ("  (above 1.15x: the dump slows the steps after it, and the blocks' ratio reads low)"
                      if late > 1.15 else ""))
