@@ -438,21 +438,18 @@ void StatsCache::remember(const at::Tensor& t, std::optional<uint64_t> fp, std::
               zeros,
               !fp.has_value()};
   if (at != entries_.end()) at->second = std::move(entry);
-  else spare_.insert(entries_, t.unsafeGetTensorImpl(), std::move(entry));
-}
-
-void StatsCache::clear_entry(Entry& e) {
-  e.impl.reset();
-  e.stats.reset();
+  else entries_.emplace(t.unsafeGetTensorImpl(), std::move(entry));
 }
 
 void StatsCache::forget(const c10::TensorImpl* impl) {
-  if (auto it = entries_.find(impl); it != entries_.end()) spare_.erase(entries_, it, clear_entry);
+  if (auto it = entries_.find(impl); it != entries_.end()) entries_.erase(it);
 }
 
 void StatsCache::drop_dead() {
+  // (erase moves the entries after it back by one: the iterator it returns is the next one to look at)
   for (auto e = entries_.begin(); e != entries_.end();)
-    e = e->second.impl.expired() ? spare_.erase(entries_, e, clear_entry) : std::next(e);
+    if (e->second.impl.expired()) e = entries_.erase(e);
+    else ++e;
 }
 
 }  // namespace opdump::pt::detail

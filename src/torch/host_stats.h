@@ -13,6 +13,7 @@
 #pragma once
 #include <ATen/ATen.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/flat_hash_map.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -235,16 +236,16 @@ class StatsCache {
   // computed from. Statistics still pending need no samples: every write through an op forces
   // them first (the write barrier), so what they will be computed from is what `t` holds now.
   static bool describes(const Entry& e, const at::Tensor& t, const at::Tensor& memory);
-  using Entries = std::unordered_map<const c10::TensorImpl*, Entry>;
+  // Open addressing, entries in one array: a lookup is one cache miss, not a bucket, a node and its
+  // chain (the map's lookups were the largest single item of the op path with both cores training).
+  using Entries = ska::flat_hash_map<const c10::TensorImpl*, Entry>;
   // The entry of a contiguous `t` when it describes `t` as it is now (entries_.end() when none does).
   Entries::iterator current(const at::Tensor& t);
   // `at`: the tensor's entry if it has one (entries_.end() when not known).
   // `fp`: the fingerprint of `t`'s memory now; nullopt: the one `stats` takes as it is computed.
   void remember(const at::Tensor& t, std::optional<uint64_t> fp, std::shared_ptr<LazyStats> stats,
                 Entries::iterator at, bool zeros = false);
-  static void clear_entry(Entry& e);  // a kept node holds neither the dead tensor nor its statistics
-  Entries entries_;
-  NodeRecycler<Entries> spare_;  // activations die and are replaced every iteration
+  Entries entries_;  // (no node per entry: activations die and are replaced every iteration)
 };
 
 // The storage a tensor reads (nullptr for tensors without one).

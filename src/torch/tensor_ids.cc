@@ -26,7 +26,7 @@ TensorIds::Entry* TensorIds::entry_locked(const at::Tensor& t, bool* fresh) {
   const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
   auto it = entries_.find(key);
   if (it == entries_.end()) {
-    it = spare_.insert(entries_, key, Entry{t.storage().getWeakStorageImpl(), next_++});
+    it = entries_.emplace(key, Entry{t.storage().getWeakStorageImpl(), next_++}).first;
     if (fresh) *fresh = true;
   }
   return &it->second;
@@ -77,8 +77,10 @@ void TensorIds::prune() {
   std::lock_guard<std::mutex> lock(mutex_);
   // Before any entry goes: a storage freed here may be made anew at the same address.
   next_generation_locked();
+  // (erase moves the entries after it back by one: the iterator it returns is the next one to look at)
   for (auto it = entries_.begin(); it != entries_.end();)
-    it = it->second.alive.expired() ? spare_.erase(entries_, it, [](Entry& e) { e.alive.reset(); }) : std::next(it);
+    if (it->second.alive.expired()) it = entries_.erase(it);
+    else ++it;
 }
 
 }  // namespace opdump::pt::detail

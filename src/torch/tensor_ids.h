@@ -5,15 +5,14 @@
 #pragma once
 #include <ATen/ATen.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/flat_hash_map.h>
 
 #include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "node_recycler.h"
 #include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
@@ -63,14 +62,16 @@ class TensorIds {
     c10::weak_intrusive_ptr<c10::StorageImpl> alive;
     uint64_t id;
   };
-  Entry* entry_locked(const at::Tensor& t, bool* fresh = nullptr);  // nullptr for tensors without storage
+  // nullptr for tensors without storage; valid until the next entry is added (entries move when the table grows)
+  Entry* entry_locked(const at::Tensor& t, bool* fresh = nullptr);
   void next_generation_locked();
   void name_of(const at::Tensor& t, uint64_t id, std::vector<std::pair<uint64_t, std::string>>& named) const;
   const RuntimeInterface& runtime_;  // the names of tensors (its snapshot: no lock)
   std::mutex mutex_;
-  using Entries = std::unordered_map<const c10::StorageImpl*, Entry>;
+  // Open addressing, entries in one array (no node per storage: storages die and are replaced every
+  // iteration; a lookup is one cache miss).
+  using Entries = ska::flat_hash_map<const c10::StorageImpl*, Entry>;
   Entries entries_;
-  NodeRecycler<Entries> spare_;  // under mutex_: storages die and are replaced every iteration
   uint64_t next_ = 1;
   std::atomic<uint64_t> generation_;
 };

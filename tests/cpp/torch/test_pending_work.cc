@@ -89,8 +89,8 @@ TEST(PendingWork, ForcingAStorageDoesOnlyItsOwnWorkWhenNothingIsInOrder) {
   EXPECT_TRUE(stats_a->done());
 }
 
-// Entries of dead tensors are dropped between iterations and their nodes reused (node_recycler.h):
-// a new tensor, even at a dead one's address, gets its own statistics.
+// Entries of dead tensors are dropped between iterations: a new tensor, even at a dead one's
+// address, gets its own statistics.
 TEST(StatsCache, TensorsAfterDeadOnesGetTheirOwnStatistics) {
   PendingWork barrier;
   barrier.set_placement(opdump::HostWork::Inline);
@@ -112,6 +112,40 @@ TEST(StatsCache, TensorsAfterDeadOnesGetTheirOwnStatistics) {
     cache.drop_dead();
     EXPECT_TRUE(cache.empty());
   }
+}
+
+// Dropping dead entries from the middle of the table (each erase moves the entries after it back)
+// keeps every live tensor's statistics, the very ones remembered, and drops every dead one's.
+TEST(StatsCache, DroppingDeadEntriesKeepsEveryLiveOne) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Inline);
+  StatsCache cache;
+  std::vector<at::Tensor> kept;
+  std::vector<std::shared_ptr<LazyStats>> remembered;
+  {
+    std::vector<at::Tensor> dying;
+    for (int i = 0; i < 2000; ++i) {
+      at::Tensor t = torch::full({8}, static_cast<float>(i));
+      auto stats = cache.lookup_or_add(t, opdump::DType::Float32, opdump::StatsOptions{}, /*now=*/true, barrier);
+      // (runs of dead and live neighbours, not one pattern)
+      if ((i / 3 + i % 5) % 2) {
+        kept.push_back(t);
+        remembered.push_back(stats);
+      } else {
+        dying.push_back(t);
+      }
+    }
+    barrier.releases().release();
+  }
+  cache.drop_dead();
+  ASSERT_FALSE(kept.empty());
+  for (size_t k = 0; k < kept.size(); ++k)
+    EXPECT_EQ(cache.lookup_or_add(kept[k], opdump::DType::Float32, {}, true, barrier), remembered[k]) << k;
+  kept.clear();
+  remembered.clear();
+  barrier.releases().release();
+  cache.drop_dead();
+  EXPECT_TRUE(cache.empty());
 }
 
 // Thousands of pending works on storages that come and go: the barrier prunes done entries every

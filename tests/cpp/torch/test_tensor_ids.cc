@@ -35,6 +35,30 @@ TEST(TensorIds, OneIdPerStorageOnEveryThread) {
   EXPECT_EQ(id_of(ids, at::Tensor()), TensorIds::kNone);
 }
 
+// Pruning dead storages from the middle of the table (each erase moves the entries after it back)
+// keeps every live storage's id.
+TEST(TensorIds, PruningKeepsTheIdsOfLiveStorages) {
+  opdump::Runtime runtime;
+  TensorIds ids(runtime);
+  std::vector<at::Tensor> kept;
+  std::vector<uint64_t> kept_ids;
+  {
+    std::vector<at::Tensor> dying;
+    for (int i = 0; i < 2000; ++i) {
+      at::Tensor t = torch::ones({2});
+      const uint64_t id = id_of(ids, t);
+      if ((i / 3 + i % 5) % 2) {
+        kept.push_back(t);
+        kept_ids.push_back(id);
+      } else {
+        dying.push_back(t);
+      }
+    }
+  }
+  ids.prune();  // (a new generation: the ids below come from the table, not this thread's cache)
+  for (size_t k = 0; k < kept.size(); ++k) EXPECT_EQ(id_of(ids, kept[k]), kept_ids[k]) << k;
+}
+
 TEST(TensorIds, AStorageMadeWhereAPrunedOneWasGetsANewId) {
   opdump::Runtime runtime;
   TensorIds ids(runtime);
