@@ -3,5 +3,6 @@
 
 namespace opdump::detail::k_avx2 {
 constexpr int kLanes = 16;  // two AVX2 registers
+constexpr int kVecFloats = 8;  // floats in one AVX2 register
 #include "stats_kernels.inc"
 }  // namespace opdump::detail::k_avx2
