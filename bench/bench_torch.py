@@ -319,6 +319,7 @@ def main():
     # stayed, docs/architecture.md "A second OpenMP team"): then the blocks' ratio reads low. The
     # undumped blocks after the first dump against the one before any tell.
     inside, drift, inside_baseline = {}, {}, {}
+    extra_inside = {}  # mode -> per round, dumped minus undumped step in neighbouring blocks (seconds)
     for mode in [m for m in modes if m.partition("@")[0] in ("off", "listed", "stats", "overflow")]:
         # (a dump that captures nothing has no every-other-iteration figure worth its time, forced placement or not)
         for how in (("blocks",) if mode.partition("@")[0] in ("off", "listed") else ("blocks", "alt")):
@@ -332,6 +333,9 @@ def main():
                     into = inside_baseline if pythonpath else inside
                     if how == "blocks":  # pairs of neighbouring blocks
                         into[(mode, how)].append(statistics.median(a / b for a, b in zip(d["times"], d["off_times"])))
+                        if not pythonpath:
+                            extra_inside.setdefault(mode, []).append(
+                                statistics.median(a - b for a, b in zip(d["times"], d["off_times"])))
                         if len(d["off_times"]) > 1 and not pythonpath:
                             drift.setdefault(mode, []).append(statistics.median(d["off_times"][1:]) / d["off_times"][0])
                     else:
@@ -376,13 +380,20 @@ def main():
         print(f"  overflow checks {checks / steps:.0f} ops' outputs per step, reading "
               f"{d['report'].get('overflow_bytes_read', 0) / steps / 1e6:.0f} MB; "
               f"{d['report'].get('overflow_bounded', 0) / steps:.0f} of them clean by their operands' bounds, unread")
-    # The fixed cost per op: the step's extra time over the ops of a step (as statistics mode dumped them).
+    # The fixed cost per op: the step's extra time over the ops of a step (as statistics mode dumped them),
+    # from separate processes and, far less noisy, from the neighbouring blocks inside one process.
     stats_run = runs["stats"][-1] if runs.get("stats") else None
     ops = stats_run["report"].get("ops", 0) / (args.steps + stats_run["warmup"]) if stats_run else 0
     for mode in [m for m in ("stats", "overflow", "listed", "off") if runs.get(m) and ops]:
         extra = statistics.median(medians[mode]) - statistics.median(medians["plain"])
-        print(f"  {mode:8s} {extra * 1e3:6.2f} ms/step more than plain over {ops:.0f} ops/step: "
-              f"{extra / ops * 1e6:6.1f} us per op")
+        line = (f"  {mode:8s} {extra * 1e3:6.2f} ms/step more than plain over {ops:.0f} ops/step: "
+                f"{extra / ops * 1e6:6.1f} us per op (separate processes")
+        line += (", below their noise this run)" if extra <= 0 else ")")
+        if extra_inside.get(mode):
+            inside_extra = statistics.median(extra_inside[mode])
+            line += (f";  inside one process (blocks) {inside_extra * 1e3:6.2f} ms/step, "
+                     f"{inside_extra / ops * 1e6:6.1f} us per op")
+        print(line)
     what = {"blocks": "blocks dumped from set_dump to finalize_dump / undumped blocks",
             "alt": "every other iteration dumped / the iterations between"}
     for (mode, how), values in inside.items():
