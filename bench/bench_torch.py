@@ -339,8 +339,8 @@ def main():
                         if not pythonpath:
                             extra_inside.setdefault(mode, []).append(
                                 statistics.median(a - b for a, b in zip(d["times"], d["off_times"])))
-                        if len(d["off_times"]) > 1 and not pythonpath:
-                            drift.setdefault(mode, []).append(statistics.median(d["off_times"][1:]) / d["off_times"][0])
+                            if len(d["off_times"]) > 1:
+                                drift.setdefault(mode, []).append(statistics.median(d["off_times"][1:]) / d["off_times"][0])
                     else:
                         into[(mode, how)].append(statistics.median(d["times"]) / statistics.median(d["off_times"]))
     shutil.rmtree(workdir, ignore_errors=True)
