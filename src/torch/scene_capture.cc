@@ -93,16 +93,29 @@ class LazyCheck final : public LazyWork {
   void compute(ReleasedTensors& release) override {
     at::RecordFunctionGuard no_record(false);  // this may run on the background thread: not an op of the model
     at::NoGradGuard no_grad;
-    // The background thread computes checks in the order they came: the checks of the ops that
-    // produced the operands are usually done by now (not when the write barrier forced this one).
-    const bool bounded = bounded_.rule != BoundRule::None && known_.bounded_check(bounded_, inputs_, outputs_);
+    // The background thread computes checks in the order they came, so the checks of the ops that
+    // produced the operands are done by now, unless the write barrier forced this one ahead of its
+    // turn: a rule that finds an operand's bound unknown has the older checks done first (on this
+    // thread) and asks again, so what is read does not depend on how far the background thread got.
+    bool earlier_done = false;
+    auto with_earlier_done = [&](auto&& clean_from_bounds) {
+      if (auto clean = clean_from_bounds()) return clean;
+      if (earlier_done) return decltype(clean_from_bounds()){};
+      earlier_done = true;
+      barrier().run_earlier(*this);
+      return clean_from_bounds();
+    };
+    const bool bounded = bounded_.rule != BoundRule::None &&
+                         with_earlier_done([&] { return known_.bounded_check(bounded_, inputs_, outputs_); });
     std::vector<OverflowCheck> checks;
     bool fired = false;
     uint64_t bytes = 0;
     if (!bounded) {
       for (size_t i = 0; i < outputs_.size(); ++i) {
         const at::Tensor& t = outputs_[i];
-        if (std::optional<OverflowCheck> clean = known_.product_sum_check(product_sum_, inputs_, t, i)) {
+        auto from_bounds = [&] { return known_.product_sum_check(product_sum_, inputs_, t, i); };
+        if (std::optional<OverflowCheck> clean =
+                product_sum_.kind == ProductSum::None ? std::nullopt : with_earlier_done(from_bounds)) {
           checks.push_back(*clean);  // known clean from its operands' bounds: not read
           continue;
         }

@@ -245,19 +245,45 @@ def test_convolutions_and_matrix_products_are_known_clean_and_a_planted_fault_is
         """, placement=placement)
     assert out["clean"] == []
     # weight gradients alone are `sizes` bytes: none of them is read, only the data times 1 and the
-    # loss's ops, which have no rule. (As each op ends its operands are checked; on the background thread a
-    # check the write barrier forces ahead of its turn may find an operand's still queued, and read its
-    # outputs instead.)
-    if placement == "auto":
-        assert out["read"] < out["sizes"] / 4, out
-        assert out["bounded"] >= out["checks"] - 8, out
-    else:
-        assert out["read"] < out["sizes"], out
-        assert out["bounded"] >= out["checks"] // 2, out
+    # loss's ops, which have no rule. The same on the background thread: a check the write barrier forces
+    # ahead of its turn has the older checks done first when an operand's bound is not known yet, so
+    # what is read does not depend on how far that thread got (it did, and read 2x `sizes` under torch 2.6).
+    assert out["read"] < out["sizes"] / 4, out
+    assert out["bounded"] >= out["checks"] - 8, out
     fired = [e["op_type"] for e in out["overflows"]]
     assert "convolution_backward" in fired and "mm" in fired, fired
     conv = next(e for e in out["overflows"] if e["op_type"] == "convolution_backward")
     assert any(t["io"] == "output" and t["beyond_fp16"] > 0 for t in conv["tensors"])
+
+
+# Float32 elements of a tensor no rule bounds (an exp's): its check holds the background thread for
+# tens of milliseconds, while a step of CONV_NET queues its checks behind it.
+LAGGING = 50_000_000
+
+
+def test_checks_forced_ahead_of_a_lagging_background_thread_read_no_more_than_checks_as_each_op_ends(tmp_path):
+    # The optimizer's in-place updates force the checks of their operands' producers ahead of the held
+    # background thread; those find their own operands' checks still queued behind the large one. They
+    # have the older checks done first, so the whole dump reads no more, and knows no fewer clean, than
+    # checking as each op ends does (bar the large tensor's one read per step), however far that thread got.
+    body = CONV_NET + """
+        big = torch.rand(int(sys.argv[2]))
+        step()
+        with opdump.dumper(check_overflow=True, check_fp16_range=True, dump_path=OUT) as d:
+            for _ in range(3):
+                if big.numel():
+                    big.exp()
+                step()
+        print(json.dumps(d.report))
+        """
+    (tmp_path / "inline").mkdir()
+    (tmp_path / "behind").mkdir()
+    inline = run(tmp_path / "inline", body, 0, placement="auto")
+    behind = run(tmp_path / "behind", body, LAGGING, placement="background")
+    # (Checked later, an op may find an operand's bound that a later op's check made known: never fewer.)
+    assert behind["overflow_checks"] == inline["overflow_checks"] + 3, (inline, behind)
+    assert behind["overflow_bounded"] >= inline["overflow_bounded"], (inline, behind)
+    assert behind["overflow_bytes_read"] <= inline["overflow_bytes_read"] + 3 * LAGGING * 4, (inline, behind)
 
 
 def test_a_convolution_whose_input_leaves_the_bound_is_read_and_reported(tmp_path):
