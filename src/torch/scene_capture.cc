@@ -223,10 +223,13 @@ class OverflowScene {
         PendingCheck{dumper, record, std::move(inputs), std::move(outputs), std::move(prechecked), std::move(flags)});
   }
 
-  // Device checks that are back are reported; with `wait`, all of them (the iteration ends).
+  // Device checks that are back are reported; with `wait`, all of them (the iteration ends), and
+  // the host checks the background thread has not done yet are done first, on this thread: an
+  // iteration's overflows are reported and counted when it ends, however far that thread got.
   // (finalize_dump ends the iteration after the dump stopped being current: what was still on its
   // way back is reported to the dump it belongs to, not dropped.)
   void resolve(bool wait) {
+    if (wait) finish_host_checks();
     for (;;) {
       PendingCheck p;
       {
@@ -245,6 +248,18 @@ class OverflowScene {
       }
       if (fired) report_overflow(dumper, p.record, p.inputs, p.outputs, checks, p.prechecked);
     }
+  }
+
+  // Host checks not done yet are done now, in the order they came (each runs at most once: one the
+  // background thread is on is waited for).
+  void finish_host_checks() {
+    std::vector<std::shared_ptr<LazyCheck>> undone;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& w : host_)
+        if (!w->done()) undone.push_back(w);
+    }
+    for (const auto& w : undone) w->run();
   }
 
   // Host checks that are done (forced or on the background thread) are let go; with `all`, the
