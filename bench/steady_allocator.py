@@ -6,7 +6,7 @@ trims freed memory back to the kernel, so a plain training step faults its activ
 change when memory goes back, and the dumped run can come out faster than no tool at all. Fixed thresholds keep
 the heap steady, as the jemalloc/tcmalloc that CPU training setups preload do: the default for every figure.
 No block is mapped on its own either (MALLOC_MMAP_MAX_=0): glibc caps the mmap threshold at 32 MiB, and with two
-training threads oneDNN's scratch for a 512-channel convolution's weight gradient (75.6 MB, three a resnet18 step)
+training threads resnet18's convolution_backward allocates a 75.6 MB working tensor three times a step, which
 was mapped, faulted in and unmapped each time: 14,000 minor faults and 35 ms of system time in a 104 ms plain step
 (72 ms without them), which hid a dump's cost with every core training.
 """
