@@ -5,6 +5,9 @@ whole process (every thread) per step:
 
   plain      no opdump
   off        opdump loaded, dump configured, the iteration not selected   (goal <= 1.02x)
+  records    no opdump: PyTorch's op records alone, a RecordFunction callback that asks for every op's inputs
+             and outputs as opdump's does and returns at once (bench/record_floor.cc; the floor under any
+             op-level observer on PyTorch, which `listed` and the modes below sit on)
   listed     the iteration dumped with no op selected: every op named and listed in the execution order, none
              of its tensors captured (what statistics and overflow mode pay before they read a tensor)
   stats      statistics mode at api level, the model's ops included       (goal <= 1.15x wall, <= 1.5x CPU)
@@ -66,7 +69,15 @@ base, _, how = mode.partition("-")
 base, _, host_work = base.partition("@")  # stats@background: opdump.host_work forced
 alternate = how == "alt"      # even iterations dumped, odd ones not: both in this process
 in_blocks = how == "blocks"   # undumped and dumped blocks of steps alternate in this process
-if mode != "plain":
+start_dump = end_dump = lambda: {}
+if base == "records":  # PyTorch's records alone (bench/record_floor.cc), switched like a dump
+    import ctypes
+    floor = ctypes.CDLL(sys.argv[8])
+    def end_dump():
+        floor.opdump_record_floor_off()
+        return {}
+    start_dump = floor.opdump_record_floor_on
+elif mode != "plain":
     import opdump
     iterations = "|".join(str(i) for i in range(0, 2 * steps + 16, 2)) if alternate else "all"  # warm-up <= 16
     cfg = msprobe_workload.dump_config(path, "1000000000" if base == "off" else iterations,
@@ -76,8 +87,9 @@ if mode != "plain":
         cfg["common_dump_settings"].update(dump_mode=1, kernels=["NoOpIsCalledThis"])
     json.dump(cfg, open(path + ".json", "w"))
     opdump.register_model(m, "resnet"); opdump.hook_optimizer(opt)
-    if not in_blocks:
-        opdump.set_dump(path + ".json")
+    start_dump, end_dump = lambda: opdump.set_dump(path + ".json"), opdump.finalize_dump
+if not in_blocks:
+    start_dump()
 dump_start = time.perf_counter()  # the warm-up steps are dumped too: their bytes count, so does their time
 import os, resource
 # Under a steady allocator the heap still grows to its high-water mark over the first steps (resnet50 in
@@ -107,13 +119,13 @@ times, off_times, report = [], [], {}
 if in_blocks:
     for _ in range(steps):
         off_times.append(statistics.median(timed(4)[1:]))  # (the same steps of both: the first is timed, not used)
-        opdump.set_dump(path + ".json")
+        start_dump()
         times.append(statistics.median(timed(4)[1:]))
-        opdump.finalize_dump()
+        end_dump()
 else:
     for i in range(2 * steps if alternate else steps):
         (off_times if alternate and (warmup + i) % 2 else times).extend(timed(1))  # even iterations dumped
-    report = opdump.finalize_dump() if mode != "plain" else {}
+    report = end_dump() or {}
 print(json.dumps({"times": times, "dump_wall": time.perf_counter() - dump_start, "off_times": off_times,
                   "report": report, "cpu": cpu, "faults": faults, "system": system,
                   "threads": torch.get_num_threads(), "warmup": warmup,
@@ -144,6 +156,15 @@ def settle():
     time.sleep(max(0.0, LAST_REMOVAL + 61 - time.monotonic()))
 
 
+def record_floor_library(env):
+    """bench/record_floor.cc as built beside the opdump package the workers import (its build's bench folder)."""
+    for folder in env.get("PYTHONPATH", "").split(os.pathsep):
+        lib = os.path.join(folder, os.pardir, "bench", "libopdump_record_floor.so")
+        if folder and os.path.exists(lib):
+            return os.path.abspath(lib)
+    return ""
+
+
 def run_mode(mode, steps, workdir, pythonpath=None):
     path = os.path.join(workdir, mode.replace("@", "_"))  # dump paths take no "@"
     shutil.rmtree(path, ignore_errors=True)
@@ -151,7 +172,7 @@ def run_mode(mode, steps, workdir, pythonpath=None):
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     out = subprocess.run([sys.executable, "-c", WORKER, mode, str(steps), path, str(THREADS), MODEL, DEVICE,
-                          os.path.dirname(os.path.abspath(__file__))],
+                          os.path.dirname(os.path.abspath(__file__)), record_floor_library(env)],
                          capture_output=True,
                          text=True, env=env, check=True)
     data = json.loads(out.stdout.strip().splitlines()[-1])
@@ -222,7 +243,8 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dir", default=tempfile.gettempdir())
-    p.add_argument("--modes", default="plain,off,listed,stats,overflow,tensor", help="comma-separated; plain is always run")
+    p.add_argument("--modes", default="plain,records,off,listed,stats,overflow,tensor",
+                   help="comma-separated; plain is always run")
     p.add_argument("--baseline", help="the python folder of another opdump build, measured in the same rounds")
     p.add_argument("--allocator", choices=["steady", "glibc", "both"], default="steady",
                    help="steady (default): glibc's mmap and trim thresholds fixed, as a preloaded jemalloc keeps them; "
@@ -243,6 +265,9 @@ def main():
     baseline_rss = []  # the baseline's peak RSS in tensor mode, per round
     workdir = tempfile.mkdtemp(dir=args.dir, prefix="opdump-bench-")
     modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
+    if "records" in modes and not record_floor_library(os.environ):
+        sys.exit("bench_torch: --modes records needs bench/record_floor.cc built (libopdump_record_floor.so in the "
+                 "bench folder of the build whose python folder is on PYTHONPATH): ninja -C build opdump_record_floor")
     medians = {m: [] for m in modes}
     cpu_ratios = {m: [] for m in modes}
     tensor_info = []
@@ -270,7 +295,7 @@ def main():
                 # As it goes, so that a run cut short (a lent GPU machine's time limit) still says something.
                 print(f"  [{ALLOCATOR} round {r + 1}] {mode:8s} {this_round[mode] * 1e3:8.1f} ms/step wall, "
                       f"{this_cpu[mode] * 1e3:8.1f} ms CPU", file=sys.stderr, flush=True)
-                if args.baseline and mode != "plain":
+                if args.baseline and mode not in ("plain", "records"):  # (records: no opdump in it)
                     b = run_mode(mode, args.steps, workdir, args.baseline)
                     baseline.setdefault((ALLOCATOR, mode), []).append(this_round[mode] / statistics.median(b["times"]))
                     print(f"  [{ALLOCATOR} round {r + 1}] {mode:8s} {statistics.median(b['times']) * 1e3:8.1f} ms/step "
@@ -323,15 +348,15 @@ def main():
     # undumped blocks after the first dump against the one before any tell.
     inside, drift, inside_baseline = {}, {}, {}
     extra_inside = {}  # mode -> per round, dumped minus undumped step in neighbouring blocks (seconds)
-    for mode in [m for m in modes if m.partition("@")[0] in ("off", "listed", "stats", "overflow")]:
+    for mode in [m for m in modes if m.partition("@")[0] in ("records", "off", "listed", "stats", "overflow")]:
         # (a dump that captures nothing has no every-other-iteration figure worth its time, forced placement or not)
-        for how in (("blocks",) if mode.partition("@")[0] in ("off", "listed") else ("blocks", "alt")):
+        for how in (("blocks",) if mode.partition("@")[0] in ("records", "off", "listed") else ("blocks", "alt")):
             inside[(mode, how)] = []
             if args.baseline:
                 inside_baseline[(mode, how)] = []
             for _ in range(args.rounds):
                 # (the baseline's process right after this build's, each round: one-process ratios of both builds)
-                for pythonpath in [None] + ([args.baseline] if args.baseline else []):
+                for pythonpath in [None] + ([args.baseline] if args.baseline and mode != "records" else []):
                     d = run_mode(f"{mode}-{how}", args.steps, workdir, pythonpath)
                     into = inside_baseline if pythonpath else inside
                     if how == "blocks":  # pairs of neighbouring blocks
@@ -387,7 +412,7 @@ def main():
     # from separate processes and, far less noisy, from the neighbouring blocks inside one process.
     stats_run = runs["stats"][-1] if runs.get("stats") else None
     ops = stats_run["report"].get("ops", 0) / (args.steps + stats_run["warmup"]) if stats_run else 0
-    for mode in [m for m in ("stats", "overflow", "listed", "off") if runs.get(m) and ops]:
+    for mode in [m for m in ("stats", "overflow", "listed", "records", "off") if runs.get(m) and ops]:
         extra = statistics.median(medians[mode]) - statistics.median(medians["plain"])
         line = (f"  {mode:8s} {extra * 1e3:6.2f} ms/step more than plain over {ops:.0f} ops/step: "
                 f"{extra / ops * 1e6:6.1f} us per op (separate processes")
