@@ -5,7 +5,7 @@
 // any op-level observer on PyTorch costs, which opdump's `listed` and statistics figures sit on.
 #include <ATen/record_function.h>
 
-#include <cstdint>
+#include <memory>
 
 namespace {
 
