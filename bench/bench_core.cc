@@ -44,14 +44,18 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::normal_distribution<float> d(0, 1);
   for (auto& x : f32) x = d(rng);
-  std::vector<uint16_t> bf16(n);
-  for (size_t i = 0; i < n; ++i) bf16[i] = float_to_bf16(f32[i]);
+  std::vector<uint16_t> bf16(n), f16(n);
+  for (size_t i = 0; i < n; ++i) {
+    bf16[i] = float_to_bf16(f32[i]);
+    f16[i] = float_to_half(f32[i]);
+  }
   std::vector<char> dst(n * 4);
 
   std::printf("statistics vs memcpy (%zu elements; ratio = stats GB/s / memcpy GB/s of the same bytes)\n", n);
   for (auto [name, data, dtype, bytes] :
        {std::make_tuple("float32", static_cast<const void*>(f32.data()), DType::Float32, n * 4),
-        std::make_tuple("bfloat16", static_cast<const void*>(bf16.data()), DType::BFloat16, n * 2)}) {
+        std::make_tuple("bfloat16", static_cast<const void*>(bf16.data()), DType::BFloat16, n * 2),
+        std::make_tuple("float16", static_cast<const void*>(f16.data()), DType::Float16, n * 2)}) {
     const double copy = best_seconds(5, [&] { std::memcpy(dst.data(), data, bytes); });
     // Every category, then the default ones (max, min, l2norm: no sign counts), on one thread.
     for (auto [threads, sign_counts] : {std::pair{1u, true}, std::pair{2u, true}, std::pair{1u, false}}) {

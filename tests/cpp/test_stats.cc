@@ -157,6 +157,43 @@ TEST(Stats, EveryKernelBuildMatchesTheReference) {
   }
 }
 
+// The kernels widen 16-bit floats in registers, two to a 32-bit lane: every bit pattern, each one
+// filling whole vectors (32 copies: two blocks of lanes in either build), widens to the value the scalar
+// conversion gives, with its sign, subnormals, infinities and NaN counted as such.
+TEST(Stats, EveryKernelBuildWidensEverySixteenBitPattern) {
+  size_t count = 0;
+  const detail::KernelBuild* builds = detail::runnable_kernel_builds(&count);
+  constexpr size_t kCopies = 32;
+  for (DType dtype : {DType::BFloat16, DType::Float16}) {
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      const std::vector<uint16_t> v(kCopies, static_cast<uint16_t>(bits));
+      const float x = dtype == DType::BFloat16 ? bf16_to_float(v[0]) : half_to_float(v[0]);
+      for (size_t b = 0; b < count; ++b) {
+        detail::StatsPartial p;
+        builds[b].compute(v.data(), 0, kCopies, dtype, true, &p);
+        const auto where = [&] {
+          return std::string(builds[b].name) + " " + std::string(dtype_name(dtype)) + " " + std::to_string(bits);
+        };
+        if (std::isnan(x)) {
+          ASSERT_EQ(p.nan, kCopies) << where();
+        } else if (std::isinf(x)) {
+          ASSERT_EQ(x > 0 ? p.pos_inf : p.neg_inf, kCopies) << where();
+        } else {
+          ASSERT_EQ(p.finite, kCopies) << where();
+          ASSERT_TRUE(p.have_minmax) << where();
+          ASSERT_EQ(p.min, static_cast<double>(x)) << where();
+          ASSERT_EQ(p.max, static_cast<double>(x)) << where();
+          ASSERT_EQ(std::signbit(p.min), std::signbit(x)) << where();  // (-0 == +0 as values)
+          ASSERT_EQ(p.sum, static_cast<double>(x) * kCopies) << where();
+          ASSERT_EQ(p.negative, x < 0 ? kCopies : 0u) << where();
+          ASSERT_EQ(p.positive, x > 0 ? kCopies : 0u) << where();
+          ASSERT_EQ(p.zero, x == 0 ? kCopies : 0u) << where();
+        }
+      }
+    }
+  }
+}
+
 // Squares beyond float's range (|x| > 1.8e19) and sums near FLT_MAX overflow the float lanes of
 // the hot loop; those blocks are redone in double, so nothing is lost.
 TEST(Stats, Float32HugeFiniteValuesAreExact) {
