@@ -41,6 +41,23 @@ TEST(Dumper, MindSporeSyncLayoutWithTensorsAndStatistics) {
   EXPECT_EQ(test::read_file(dir / "rank_3/.dump_metadata/data_dump.json"), c.original_text);
 }
 
+// Each op's folder is remembered per thread (op_folder): a dumper made where the last one was (the same
+// stack slot here) must not be given that one's folders, and ops of alternating iterations each get theirs.
+TEST(Dumper, EachDumperAndIterationGetsItsOwnFolder) {
+  test::TempDir first, second;
+  for (const test::TempDir* dir : {&first, &second}) {
+    Dumper d(parse_config(ms_config(dir->path(), R"(, "saved_data": "statistic")"), "t", no_env()), DumperOptions{0, 0, 0});
+    for (uint64_t it : {0, 1, 0, 1})
+      d.dump_op(op("Conv2D", "Default/net/Conv2D-op1", 0, it), {tensor_of({1, 2})}, {tensor_of({-1, 5})});
+    EXPECT_TRUE(d.finalize().ok());
+  }
+  for (const test::TempDir* dir : {&first, &second})
+    for (const char* it : {"0", "1"}) {
+      SCOPED_TRACE(dir->path() + " iteration " + it);
+      EXPECT_EQ(read_csv(*dir / ("rank_0/Net/0/" + std::string(it) + "/statistic.csv")).rows.size(), 4u);
+    }
+}
+
 TEST(Dumper, AclModelDumpSelectsModelsAndLayers) {
   test::TempDir dir;
   DumpConfig c = parse_config(R"({"dump": {"dump_path": ")" + dir.path() +

@@ -24,6 +24,7 @@
 
 namespace opdump {
 namespace {
+std::atomic<uint64_t> dumpers_made{0};  // (Dumper::serial_)
 
 constexpr size_t kPlaceholderBatchBytes = 16384;
 
@@ -36,6 +37,7 @@ void check_writable(const std::string& path) {
 
 Dumper::Dumper(DumpConfig config, DumperOptions options)
     : config_(std::move(config)), settings_(AdapterSettings::of(config_)), options_(options),
+      serial_(dumpers_made.fetch_add(1, std::memory_order_relaxed) + 1),
       overflow_(config_.overflow_number) {
   stats_options_ = stats_options_for(config_.stat_categories);
   stats_options_.threads = 1;  // writer threads already run in parallel
@@ -128,9 +130,35 @@ bool Dumper::op_selected(std::string_view model_name, std::string_view op_name, 
   return true;
 }
 
+namespace {
+// The folder this thread's last op was given: an iteration's ops share it, and a lookup in the map
+// below took a lock and a copy of the model's name per op. Kept by the serial of the dumper that
+// made it, so that a later dumper at the same address never takes it.
+struct LastFolder {
+  uint64_t dumper = 0, model_id = 0, iteration = 0;
+  std::string model;
+  const std::string* folder = nullptr;
+};
+thread_local LastFolder last_folder;
+}  // namespace
+
 const std::string& Dumper::op_folder(const OpRecord& op) {
-  // Looked up per op: every op of one model and iteration shares its folder (the list of folders
-  // made grew by one per iteration, and each op compared its path with all of them).
+  LastFolder& last = last_folder;
+  if (last.dumper == serial_ && last.model_id == op.model_id && last.iteration == op.iteration &&
+      last.model == op.model_name)
+    return *last.folder;
+  const std::string& folder = made_folder(op);
+  last.dumper = serial_;
+  last.model_id = op.model_id;
+  last.iteration = op.iteration;
+  last.model = op.model_name;
+  last.folder = &folder;
+  return folder;
+}
+
+const std::string& Dumper::made_folder(const OpRecord& op) {
+  // Every op of one model and iteration shares its folder (the list of folders made grew by one
+  // per iteration, and each op compared its path with all of them).
   auto key = std::make_tuple(op.model_id, op.iteration, op.model_name);
   {
     std::lock_guard<std::mutex> lock(folders_mutex_);
