@@ -156,6 +156,9 @@ def settle():
     time.sleep(max(0.0, LAST_REMOVAL + 61 - time.monotonic()))
 
 
+WITHOUT_OPDUMP = ("plain", "records")  # modes with no opdump in them: nothing of a --baseline build to measure
+
+
 def record_floor_library(env):
     """bench/record_floor.cc as built beside the opdump package the workers import (its build's bench folder)."""
     for folder in env.get("PYTHONPATH", "").split(os.pathsep):
@@ -295,7 +298,7 @@ def main():
                 # As it goes, so that a run cut short (a lent GPU machine's time limit) still says something.
                 print(f"  [{ALLOCATOR} round {r + 1}] {mode:8s} {this_round[mode] * 1e3:8.1f} ms/step wall, "
                       f"{this_cpu[mode] * 1e3:8.1f} ms CPU", file=sys.stderr, flush=True)
-                if args.baseline and mode not in ("plain", "records"):  # (records: no opdump in it)
+                if args.baseline and mode not in WITHOUT_OPDUMP:
                     b = run_mode(mode, args.steps, workdir, args.baseline)
                     baseline.setdefault((ALLOCATOR, mode), []).append(this_round[mode] / statistics.median(b["times"]))
                     print(f"  [{ALLOCATOR} round {r + 1}] {mode:8s} {statistics.median(b['times']) * 1e3:8.1f} ms/step "
@@ -350,13 +353,14 @@ def main():
     extra_inside = {}  # mode -> per round, dumped minus undumped step in neighbouring blocks (seconds)
     for mode in [m for m in modes if m.partition("@")[0] in ("records", "off", "listed", "stats", "overflow")]:
         # (a dump that captures nothing has no every-other-iteration figure worth its time, forced placement or not)
+        baselines = [args.baseline] if args.baseline and mode not in WITHOUT_OPDUMP else []
         for how in (("blocks",) if mode.partition("@")[0] in ("records", "off", "listed") else ("blocks", "alt")):
             inside[(mode, how)] = []
-            if args.baseline:
+            if baselines:
                 inside_baseline[(mode, how)] = []
             for _ in range(args.rounds):
                 # (the baseline's process right after this build's, each round: one-process ratios of both builds)
-                for pythonpath in [None] + ([args.baseline] if args.baseline and mode != "records" else []):
+                for pythonpath in [None] + baselines:
                     d = run_mode(f"{mode}-{how}", args.steps, workdir, pythonpath)
                     into = inside_baseline if pythonpath else inside
                     if how == "blocks":  # pairs of neighbouring blocks
