@@ -27,6 +27,7 @@ PACKAGES=(
   chromium                  # tests render the HTML compare report headless
   clang libclang-rt-dev     # libFuzzer targets and the sanitizer builds of CI (scripts/sanitize.sh)
   debootstrap               # the Debian 13 chroot in which scripts/torch2.sh tests against PyTorch 2.x
+  valgrind                  # bench/cache_profile.py counts a step's instructions and cache misses (callgrind)
 )
 
 missing=()
