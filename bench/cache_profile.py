@@ -67,7 +67,7 @@ EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
 GROUPS = (
     ("opdump kernels", lambda obj, fn: "libopdump" in obj and re.search(r"::[km]_(avx2|baseline)::", fn)),
     ("opdump adapter", lambda obj, fn: "libopdump_torch" in obj),
-    ("opdump core", lambda obj, fn: "libopdump" in obj or "_opdump" in obj),
+    ("opdump core", lambda obj, fn: ("libopdump" in obj and "callgrind_marks" not in obj) or "_opdump" in obj),
     ("torch", lambda obj, fn: re.search(r"libtorch|libc10", obj)),
     ("oneDNN, OpenMP, BLAS", lambda obj, fn: re.search(r"libdnnl|libgomp|blas|lapack|libsleef", obj)),
     ("python", lambda obj, fn: re.search(r"python3|libpython", obj)),
