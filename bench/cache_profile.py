@@ -124,7 +124,7 @@ def run_mode(mode, args, workdir, pythonpath):
     training = [f for f in glob.glob(out + ".*") if f.endswith(".1-01")]
     if len(training) != 1:
         sys.exit(f"cache_profile: mode {mode}: expected one callgrind dump from the marks, found {training}")
-    others = [f for f in glob.glob(out + ".*-*") if not f.endswith(".1-01") and not f.endswith("-01")]
+    others = [f for f in glob.glob(out + ".*-*") if not f.endswith("-01")]  # thread 1's exit dump is empty too
     per_thread = {"training": counts_of(training), "others": counts_of(others)}
     if not sum(c[0] for c in per_thread["training"].values()):
         sys.exit(f"cache_profile: mode {mode}: callgrind counted no instructions between the marks")
@@ -165,7 +165,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3, help="steps run before the counted ones")
     p.add_argument("--model", choices=msprobe_workload.MODELS, default="resnet18")
     p.add_argument("--threads", type=int, default=1,
-                   help="torch.set_num_threads (valgrind runs one thread at a time: counts are summed over threads)")
+                   help="torch.set_num_threads (valgrind runs one thread at a time; torch's other threads are "
+                        "counted among every other thread)")
     p.add_argument("--dir", default=tempfile.gettempdir())
     args = p.parse_args()
     modes = args.modes.split(",")
