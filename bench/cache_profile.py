@@ -87,9 +87,23 @@ def marks_library(pythonpath):
     return ""
 
 
+def no_counts():
+    """{group: [0, 0, 0, 0]}: every group, nothing counted yet."""
+    return {name: [0] * len(EVENTS) for name, _ in GROUPS}
+
+
+def add(into, group, counts):
+    into[group] = [a + b for a, b in zip(into[group], counts)]
+
+
+def all_groups(per_group):
+    """The counts of every group together."""
+    return [sum(c[i] for c in per_group.values()) for i in range(len(EVENTS))]
+
+
 def parse_annotate(text):
     """{group: [Ir, I1mr, D1mr, D1mw]} from callgrind_annotate's per-function table (exclusive costs)."""
-    totals = {name: [0] * len(EVENTS) for name, _ in GROUPS}
+    totals = no_counts()
     row = re.compile(r"^\s*((?:[\d,]+|\.)(?:\s+\([^)]*\))?\s+){%d}(\S.*)$" % len(EVENTS))
     for line in text.splitlines():
         match = row.match(line)
@@ -102,8 +116,7 @@ def parse_annotate(text):
         name = match.group(2)
         obj = name[name.rindex("[") + 1:-1] if name.endswith("]") and "[" in name else ""
         fn = name[:name.rindex("[")].strip() if obj else name.strip()
-        group = next(g for g, belongs in GROUPS if belongs(obj, fn))
-        totals[group] = [a + b for a, b in zip(totals[group], counts)]
+        add(totals, next(g for g, belongs in GROUPS if belongs(obj, fn)), counts)
     return totals
 
 
@@ -134,12 +147,12 @@ def run_mode(mode, args, workdir, pythonpath):
 
 def counts_of(files):
     """parse_annotate over callgrind dumps, summed."""
-    totals = {name: [0] * len(EVENTS) for name, _ in GROUPS}
+    totals = no_counts()
     for f in files:
         annotate = subprocess.run(["callgrind_annotate", "--threshold=100", "--show=" + ",".join(EVENTS), f],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=True)
         for group, counts in parse_annotate(annotate.stdout).items():
-            totals[group] = [a + b for a, b in zip(totals[group], counts)]
+            add(totals, group, counts)
     return totals
 
 
@@ -147,10 +160,10 @@ def print_table(title, per_group, plain=None):
     print(f"\n{title}")
     print(f"  {'':22} {'instructions':>14} {'I-cache misses':>16} {'D-cache read misses':>21} "
           f"{'D-cache write misses':>22}")
-    rows = list(per_group.items()) + [("all", [sum(c[i] for c in per_group.values()) for i in range(len(EVENTS))])]
+    rows = list(per_group.items()) + [("all", all_groups(per_group))]
     for group, counts in rows:
         if plain is not None:
-            base = plain[group] if group != "all" else [sum(c[i] for c in plain.values()) for i in range(len(EVENTS))]
+            base = plain[group] if group != "all" else all_groups(plain)
             counts = [a - b for a, b in zip(counts, base)]
         if not any(round(c) for c in counts) and group != "all":
             continue
