@@ -181,6 +181,9 @@ def main():
                    help="torch.set_num_threads (valgrind runs one thread at a time; torch's other threads are "
                         "counted among every other thread)")
     p.add_argument("--dir", default=tempfile.gettempdir())
+    p.add_argument("--keep", action="store_true",
+                   help="keep callgrind's dumps (the training thread's is callgrind.MODE.PID-01 under the folder "
+                        "printed) for callgrind_annotate or kcachegrind, function by function")
     args = p.parse_args()
     modes = args.modes.split(",")
     if unknown := [m for m in modes if m not in MODES]:
@@ -210,7 +213,10 @@ def main():
                         print_table(f"{mode} over plain: {'the training thread' if which == 'training' else 'every other thread'}",
                                     results[mode][which], results["plain"][which])
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if args.keep:
+            print(f"\ncallgrind's dumps kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
