@@ -53,6 +53,7 @@ import sys
 import tempfile
 import time
 
+import bench_libraries
 import msprobe_workload
 import steady_allocator
 
@@ -160,12 +161,8 @@ WITHOUT_OPDUMP = ("plain", "records")  # modes with no opdump in them: nothing o
 
 
 def record_floor_library(env):
-    """bench/record_floor.cc as built beside the opdump package the workers import (its build's bench folder)."""
-    for folder in env.get("PYTHONPATH", "").split(os.pathsep):
-        lib = os.path.join(folder, os.pardir, "bench", "libopdump_record_floor.so")
-        if folder and os.path.exists(lib):
-            return os.path.abspath(lib)
-    return ""
+    """bench/record_floor.cc as built beside the opdump package the workers import."""
+    return bench_libraries.built(env.get("PYTHONPATH", ""), "libopdump_record_floor.so")
 
 
 def run_mode(mode, steps, workdir, pythonpath=None):

@@ -5,6 +5,8 @@ dumped, under the steady allocator); the counts are the same from one run to the
 shows here when this VM's +-3% step-time noise hides it from bench_torch.py.
 
   plain      no opdump
+  records    no opdump: PyTorch's op records alone (bench/record_floor.cc, as bench_torch.py's `records`), the floor
+             under any op-level observer
   listed     every op named and listed in the execution order, none of its tensors captured
   stats      statistics mode at api level (what bench_torch.py's `stats` mode dumps)
   overflow   overflow mode (op_debug_mode 3)
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 
+import bench_libraries
 import msprobe_workload
 import steady_allocator
 
@@ -37,12 +40,14 @@ WORKER = r"""
 import ctypes, json, sys, torch
 sys.path.insert(0, sys.argv[6])  # this bench's folder
 import msprobe_workload
-mode, model, warmup, steps, path, marks_library, threads = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
-                                                            int(sys.argv[4]), sys.argv[5], sys.argv[7], int(sys.argv[8]))
+mode, model, warmup, steps, path, marks_library, threads, floor_library = (
+    sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[7], int(sys.argv[8]), sys.argv[9])
 torch.set_num_threads(threads)
 marks = ctypes.CDLL(marks_library)
 m, opt, step = msprobe_workload.build(model, "cpu")
-if mode != "plain":
+if mode == "records":
+    ctypes.CDLL(floor_library).opdump_record_floor_on()
+elif mode != "plain":
     import opdump
     cfg = msprobe_workload.dump_config(path, "all", "statistic", 3 if mode == "overflow" else 0)
     if mode == "listed":  # a kernels list no op matches (opdump warns about it at the end, on stderr)
@@ -56,18 +61,20 @@ marks.opdump_callgrind_start()
 for _ in range(steps):
     step()
 marks.opdump_callgrind_stop()
-if mode != "plain":
+if mode not in ("plain", "records"):
     opdump.finalize_dump()
 """
 
-MODES = ("plain", "listed", "stats", "overflow")
+MODES = ("plain", "records", "listed", "stats", "overflow")
 EVENTS = ("Ir", "I1mr", "D1mr", "D1mw")
 
 # Where a function's cost is counted, by the library it is in (first match wins).
 GROUPS = (
     ("opdump kernels", lambda obj, fn: "libopdump" in obj and re.search(r"::[km]_(avx2|baseline)::", fn)),
     ("opdump adapter", lambda obj, fn: "libopdump_torch" in obj),
-    ("opdump core", lambda obj, fn: ("libopdump" in obj and "callgrind_marks" not in obj) or "_opdump" in obj),
+    # (the bench's own libraries, the marks and the records' floor, are not opdump's: counted as "other")
+    ("opdump core", lambda obj, fn: ("libopdump" in obj and not re.search(r"callgrind_marks|record_floor", obj))
+     or "_opdump" in obj),
     ("torch", lambda obj, fn: re.search(r"libtorch|libc10", obj)),
     ("oneDNN, OpenMP, BLAS", lambda obj, fn: re.search(r"libdnnl|libgomp|blas|lapack|libsleef", obj)),
     ("python", lambda obj, fn: re.search(r"python3|libpython", obj)),
@@ -79,12 +86,8 @@ GROUPS = (
 
 
 def marks_library(pythonpath):
-    """bench/callgrind_marks.c as built beside the opdump package the workers import (its build's bench folder)."""
-    for folder in pythonpath.split(os.pathsep):
-        lib = os.path.join(folder, os.pardir, "bench", "libopdump_callgrind_marks.so")
-        if folder and os.path.exists(lib):
-            return os.path.abspath(lib)
-    return ""
+    """bench/callgrind_marks.c as built beside the opdump package the workers import."""
+    return bench_libraries.built(pythonpath, "libopdump_callgrind_marks.so")
 
 
 def no_counts():
@@ -128,7 +131,7 @@ def run_mode(mode, args, workdir, pythonpath):
            f"--callgrind-out-file={out}.%p",
            sys.executable, "-c", WORKER, mode, args.model, str(args.warmup), str(args.steps),
            os.path.join(workdir, mode), os.path.dirname(os.path.abspath(__file__)), marks_library(pythonpath),
-           str(args.threads)]
+           str(args.threads), bench_libraries.built(pythonpath, "libopdump_record_floor.so")]
     done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit(f"cache_profile: mode {mode} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
@@ -197,6 +200,9 @@ def main():
     if not marks_library(pythonpath):
         sys.exit("cache_profile: needs bench/callgrind_marks.c built (libopdump_callgrind_marks.so in the bench folder "
                  "beside the opdump package on PYTHONPATH; cmake builds it when valgrind's headers are installed)")
+    if "records" in modes and not bench_libraries.built(pythonpath, "libopdump_record_floor.so"):
+        sys.exit("cache_profile: --modes records needs bench/record_floor.cc built (libopdump_record_floor.so in the "
+                 "bench folder beside the opdump package on PYTHONPATH)")
     workdir = tempfile.mkdtemp(prefix="opdump_cache_profile_", dir=args.dir)
     try:
         print(f"{args.model}, {args.steps} counted step(s) after {args.warmup}, torch threads {args.threads}, "

@@ -51,12 +51,13 @@ def test_the_table_is_summed_by_library():
         667458 + 2221512 + 3784487 + 1000000 + 12
 
 
-@pytest.mark.skipif(not shutil.which("valgrind") or not (BUILD / "bench" / "libopdump_callgrind_marks.so").exists(),
-                    reason="valgrind or bench/callgrind_marks.c's library missing")
-def test_the_tiny_model_counted_plain_and_listed(tmp_path):
+@pytest.mark.skipif(not shutil.which("valgrind") or not (BUILD / "bench" / "libopdump_callgrind_marks.so").exists()
+                    or not (BUILD / "bench" / "libopdump_record_floor.so").exists(),
+                    reason="valgrind, or bench/callgrind_marks.c's or bench/record_floor.cc's library, missing")
+def test_the_tiny_model_counted_plain_records_and_listed(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / "cache_profile.py"), "--model", "tiny", "--modes",
-                           "plain,listed", "--warmup", "1", "--steps", "1", "--dir", str(tmp_path)],
+                           "plain,records,listed", "--warmup", "1", "--steps", "1", "--dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
@@ -72,8 +73,14 @@ def test_the_tiny_model_counted_plain_and_listed(tmp_path):
         return rows
 
     plain, extra = table("plain: the training thread"), table("listed over plain: the training thread")
+    floor = table("records over plain: the training thread")
     assert plain["all"][0] > 1e6 and plain["all"][1] > 0  # instructions and instruction-cache misses counted
     assert "opdump adapter" not in plain  # nothing of opdump's runs without it
+    # PyTorch's records alone: torch's work, none of it opdump's (the floor's own callbacks count as "other")
+    assert floor["torch"][0] > 1e6 and floor["torch"][1] > 1e3
+    assert "opdump adapter" not in floor and "opdump core" not in floor
+    # listing every op costs more than the records it is built on
+    assert extra["all"][1] > floor["all"][1] and extra["torch"][0] >= floor["torch"][0] * 0.9
     # naming and listing every op is the adapter's and the core's work, with the misses that come with it
     assert extra["opdump adapter"][0] > 1e5 and extra["opdump adapter"][1] > 1e3
     assert extra["opdump core"][0] > 1e5

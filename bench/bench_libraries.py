@@ -1,0 +1,13 @@
+"""The benchmarks' own shared libraries (bench/CMakeLists.txt), found in the bench folder of the build whose opdump
+package is on PYTHONPATH, so that a bench loads the ones built with the opdump it measures."""
+import os
+
+
+def built(pythonpath, name):
+    """The absolute path of bench library `name` (e.g. libopdump_record_floor.so) beside the first opdump package
+    folder of `pythonpath` that has it built; "" when none has."""
+    for folder in pythonpath.split(os.pathsep):
+        lib = os.path.join(folder, os.pardir, "bench", name)
+        if folder and os.path.exists(lib):
+            return os.path.abspath(lib)
+    return ""
