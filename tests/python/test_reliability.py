@@ -252,8 +252,12 @@ print(json.dumps({{"grown_mb": (peak_rss_kb() - base) / 1024,
     # and nested ops each hold theirs): the dump never held more than the cap at once. Before they were
     # counted only once queued: cap + 26 MB held here.
     assert cap_mb / 2 < result["peak_inflight_mb"] <= cap_mb, (result, largest_op_mb)
+    print(f"grown {grown_mb:.1f} MB, largest op {largest_op_mb:.1f} MB, peak in flight {result['peak_inflight_mb']:.1f} MB")
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        # Under scripts/sanitize.sh's preloaded ASan, its allocator (quarantine, redzones) takes glibc's place and
+        # decides how the process's peak moves (66-81 MB seen), whatever the threshold: the cap is checked above.
+        return
     # 16 MB of slack: the dumper's own records and the allocator's small-block heaps. Before the copies
     # were unmapped once written: 136 MB here, 95 MB after; 66 MB once they counted from when they were
     # made (until then an op's copies came on top of the cap: largest op 27 MB here).
     assert grown_mb <= cap_mb + 16, (grown_mb, largest_op_mb, written_mb)
-    print(f"grown {grown_mb:.1f} MB, largest op {largest_op_mb:.1f} MB, peak in flight {result['peak_inflight_mb']:.1f} MB")
