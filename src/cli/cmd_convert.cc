@@ -207,6 +207,17 @@ int convert_to_msprobe(const std::string& src, const std::string& out, bool quie
   return kExitOk;
 }
 
+// The outermost folder of `path` that does not exist yet (what make_dirs(path) creates first); empty when
+// `path` exists.
+std::filesystem::path first_missing_folder(const std::string& path) {
+  std::filesystem::path folder = std::filesystem::absolute(path).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // "out/"
+  if (std::filesystem::exists(folder)) return {};
+  while (folder.has_parent_path() && folder.parent_path() != folder && !std::filesystem::exists(folder.parent_path()))
+    folder = folder.parent_path();
+  return folder;
+}
+
 }  // namespace
 
 // The options of this subcommand, one value per command (CLI11's subcommands-in-files shape).
@@ -254,6 +265,7 @@ void add_convert_command(CLI::App& app, int* exit_code) {
     std::vector<DumpFile> files = scan_dump(opt->src);
     // A single file that is neither bin nor npy: say why it is not a bin file.
     if (files.size() == 1 && files[0].relative.empty() && files[0].kind == DumpFileKind::Other) read_ascend_bin(opt->src);
+    const std::filesystem::path created = first_missing_folder(opt->out);  // removed again if nothing is converted
     make_dirs(opt->out);
     Counts counts;
     OriginalNames names;
@@ -280,10 +292,17 @@ void add_convert_command(CLI::App& app, int* exit_code) {
       }
     }
     progress.finish();
-    std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, opt->out.c_str(), counts.failed);
+    if (counts.converted > 0)
+      std::printf("converted %d tensor(s) into %s; %d failed\n", counts.converted, opt->out.c_str(), counts.failed);
+    else
+      std::printf("converted no tensors (%d failed): nothing written to %s\n", counts.failed, opt->out.c_str());
     if (counts.converted == 0 && counts.failed == 0)
       std::fprintf(stderr, "opdump: nothing to convert in %s (no bin, h5, pt or npy files)\n", opt->src.c_str());
     *exit_code = counts.failed || counts.converted == 0 ? kExitFailure : kExitOk;
+    if (counts.converted == 0 && !created.empty()) {  // no empty folder left behind (what --to msprobe does too)
+      std::error_code ignored;
+      std::filesystem::remove_all(created, ignored);
+    }
   });
 }
 

@@ -181,6 +181,30 @@ def test_convert_nc1hwc0_to_nchw_with_shape(tmp_path, run):
     assert np.array_equal(got, x)
 
 
+def test_convert_that_converts_nothing_leaves_no_folder_behind(tmp_path, run):
+    """Every file failing: exit 1 naming the file, and the folders -o asked for are not left empty; a folder that
+    was there before stays, as it was."""
+    bad = tmp_path / "garbage.npy"
+    bad.write_text("not an npy file\n")
+    for out in (tmp_path / "out", tmp_path / "new" / "deeper" / "out"):
+        proc = run("convert", bad, "-o", out)
+        assert proc.returncode == 1 and str(bad) in proc.stderr and "bad magic" in proc.stderr, proc.stderr
+        assert "nothing written" in proc.stdout, proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["garbage.npy"]
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "earlier.txt").write_text("the user's\n")
+    assert run("convert", bad, "-o", tmp_path / "kept").returncode == 1
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == ["earlier.txt"]
+    # one good file among bad ones: the folder stays with what was converted, and the exit says one failed
+    np.save(tmp_path / "good.npy", np.arange(3, dtype=np.float32))
+    (tmp_path / "mixed").mkdir()
+    for f in ("good.npy", "garbage.npy"):
+        (tmp_path / "mixed" / f).write_bytes((tmp_path / f).read_bytes())
+    proc = run("convert", tmp_path / "mixed", "-o", tmp_path / "txt")
+    assert proc.returncode == 1 and "converted 1 tensor(s)" in proc.stdout, proc.stdout
+    assert [p.name for p in (tmp_path / "txt").iterdir()] == ["good.txt"]
+
+
 def test_compare_pairs_ffts_slices_and_names_without_stream_id(run, tmp_path):
     """CANN's other bin name forms: FFTS+ (sgt) slices pair slice by slice; names without a stream id
     keep their op type, name and task."""
