@@ -11,3 +11,9 @@ def built(pythonpath, name):
         if folder and os.path.exists(lib):
             return os.path.abspath(lib)
     return ""
+
+
+def record_floor(pythonpath):
+    """bench/record_floor.cc's library: PyTorch's op records with no observer code (bench_torch.py's and
+    cache_profile.py's `records` mode)."""
+    return built(pythonpath, "libopdump_record_floor.so")

@@ -162,7 +162,7 @@ WITHOUT_OPDUMP = ("plain", "records")  # modes with no opdump in them: nothing o
 
 def record_floor_library(env):
     """bench/record_floor.cc as built beside the opdump package the workers import."""
-    return bench_libraries.built(env.get("PYTHONPATH", ""), "libopdump_record_floor.so")
+    return bench_libraries.record_floor(env.get("PYTHONPATH", ""))
 
 
 def run_mode(mode, steps, workdir, pythonpath=None):

@@ -131,7 +131,7 @@ def run_mode(mode, args, workdir, pythonpath):
            f"--callgrind-out-file={out}.%p",
            sys.executable, "-c", WORKER, mode, args.model, str(args.warmup), str(args.steps),
            os.path.join(workdir, mode), os.path.dirname(os.path.abspath(__file__)), marks_library(pythonpath),
-           str(args.threads), bench_libraries.built(pythonpath, "libopdump_record_floor.so")]
+           str(args.threads), bench_libraries.record_floor(pythonpath)]
     done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.exit(f"cache_profile: mode {mode} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
@@ -200,7 +200,7 @@ def main():
     if not marks_library(pythonpath):
         sys.exit("cache_profile: needs bench/callgrind_marks.c built (libopdump_callgrind_marks.so in the bench folder "
                  "beside the opdump package on PYTHONPATH; cmake builds it when valgrind's headers are installed)")
-    if "records" in modes and not bench_libraries.built(pythonpath, "libopdump_record_floor.so"):
+    if "records" in modes and not bench_libraries.record_floor(pythonpath):
         sys.exit("cache_profile: --modes records needs bench/record_floor.cc built (libopdump_record_floor.so in the "
                  "bench folder beside the opdump package on PYTHONPATH)")
     workdir = tempfile.mkdtemp(prefix="opdump_cache_profile_", dir=args.dir)
