@@ -40,6 +40,19 @@ void LazyWork::run() {
   if (!release.empty()) barrier_.releases().push(release);
 }
 
+namespace {
+// A tensor of its own over `t`'s memory: the same storage, sizes, strides and offset, made without
+// an op (`t` itself where it has no host storage).
+at::Tensor same_memory(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage() || !t.is_cpu()) return t;
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(t.storage()), c10::DispatchKeySet(c10::DispatchKey::CPU),
+                                                   t.dtype());
+  impl->set_sizes_and_strides(t.sizes(), t.strides());
+  impl->set_storage_offset(t.storage_offset());
+  return at::Tensor(std::move(impl));
+}
+}  // namespace
+
 LazyStats::LazyStats(PendingWork& barrier, at::Tensor tensor, DType dtype, StatsOptions options)
     : LazyWork(barrier),
       tensor_(std::move(tensor)),
@@ -323,7 +336,12 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   // A dense permutation of its memory (a transposed weight, a channels-last activation) has the
   // statistics of that memory in its own order, which need no copy; hashes follow element order.
   const bool in_memory_order = t.is_contiguous() || (!options.md5 && !options.xxhash && t.is_non_overlapping_and_dense());
-  at::Tensor c = in_memory_order ? t : t.contiguous();
+  // Statistics left for the background thread hold the tensor's memory, not the tensor: a tensor
+  // held after its op ended is one that something else still uses. Autograd's AccumulateGrad takes a
+  // gradient as the parameter's .grad only while nothing else holds it (.grad set to None, as
+  // PyTorch 2.x's zero_grad does by default), and copies it otherwise: every gradient, every step.
+  const bool deferred = tracked && !now && barrier.defers();
+  at::Tensor c = !in_memory_order ? t.contiguous() : deferred ? same_memory(t) : t;
   auto it = tracked ? entries_.find(t.unsafeGetTensorImpl()) : entries_.end();
   if (it != entries_.end() && it->second.stats->answers(options) && describes(it->second, t, c)) {
     if (now) it->second.stats->get();

@@ -140,6 +140,8 @@ class PendingWork {
   // known clean from their bounds at once, with nothing queued or held.
   void set_placement(HostWork where, bool overflow = false);
   bool runs_inline() const { return inline_.load(std::memory_order_relaxed); }
+  // Whether work added now is left for the background thread (not done at once on the caller's).
+  bool defers() const { return !in_forked_child() && !runs_inline(); }
   // Does, now and on this thread, the pending work reading `storage` (or any of `storages`).
   void force(const c10::StorageImpl* storage);
   void force(c10::ArrayRef<const c10::StorageImpl*> storages) {
