@@ -18,9 +18,10 @@ whole process (every thread) per step:
   MODE@WHERE a mode with opdump.host_work forced (stats@background, overflow@inline): where host
              statistics and overflow checks run, side by side with the default (auto)
 
-Each process warms up for 4 steps, and under the steady allocator until a step takes no more than 64 page
-faults (at most 16 steps; not in tensor mode, whose warm-up writes): the heap grows to its high-water mark over
-the first steps, more slowly with a dump holding tensors (resnet50 in overflow mode: about 10 steps).
+Each process warms up for 4 steps, and under the steady allocator until two steps in a row take no more than 64
+page faults each (at most 24 steps; not in tensor mode, whose warm-up writes): the heap grows to its high-water
+mark over the first steps, more slowly with a dump holding tensors (resnet50 in overflow mode: about 10 steps;
+resnet18's statistics on PyTorch 2.6 with one thread: about 20, with a quiet step among them).
 
 Separate processes differ by up to +-20% in step time on this VM whatever they run, so each
 mode is also measured inside one process, where that noise cancels:
@@ -80,7 +81,7 @@ if base == "records":  # PyTorch's records alone (bench/record_floor.cc), switch
     start_dump = floor.opdump_record_floor_on
 elif mode != "plain":
     import opdump
-    iterations = "|".join(str(i) for i in range(0, 2 * steps + 16, 2)) if alternate else "all"  # warm-up <= 16
+    iterations = "|".join(str(i) for i in range(0, 2 * steps + 24, 2)) if alternate else "all"  # warm-up <= 24
     cfg = msprobe_workload.dump_config(path, "1000000000" if base == "off" else iterations,
                                        "tensor" if base == "tensor" else "statistic", 3 if base == "overflow" else 0,
                                        host_work)
@@ -97,13 +98,13 @@ import os, resource
 # overflow mode: about 10 steps, 1,900 faults a step meanwhile); the timed steps start once a step faults no
 # more. glibc's dynamic thresholds re-fault every step, and a tensor dump's warm-up writes its bytes: 4 steps.
 steady = "MALLOC_TRIM_THRESHOLD_" in os.environ and base != "tensor"
-warmup = 0
+warmup = quiet = 0
 while True:
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     step()
     warmup += 1
-    settled = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0 <= 64
-    if warmup >= 4 and (not steady or settled or warmup >= 16):
+    quiet = quiet + 1 if resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0 <= 64 else 0
+    if warmup >= 4 and (not steady or quiet >= 2 or warmup >= 24):
         break
 cpu = []  # CPU time of the whole process (every thread: statistics, writers) per timed step
 faults, system = [], []  # minor page faults and system CPU time per timed step (the allocator's cost shows here)
