@@ -336,12 +336,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   // A dense permutation of its memory (a transposed weight, a channels-last activation) has the
   // statistics of that memory in its own order, which need no copy; hashes follow element order.
   const bool in_memory_order = t.is_contiguous() || (!options.md5 && !options.xxhash && t.is_non_overlapping_and_dense());
-  // Statistics left for the background thread hold the tensor's memory, not the tensor: a tensor
-  // held after its op ended is one that something else still uses. Autograd's AccumulateGrad takes a
-  // gradient as the parameter's .grad only while nothing else holds it (.grad set to None, as
-  // PyTorch 2.x's zero_grad does by default), and copies it otherwise: every gradient, every step.
-  const bool deferred = tracked && !now && barrier.defers();
-  at::Tensor c = !in_memory_order ? t.contiguous() : deferred ? same_memory(t) : t;
+  at::Tensor c = in_memory_order ? t : t.contiguous();
   auto it = tracked ? entries_.find(t.unsafeGetTensorImpl()) : entries_.end();
   if (it != entries_.end() && it->second.stats->answers(options) && describes(it->second, t, c)) {
     if (now) it->second.stats->get();
@@ -351,7 +346,13 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   // entry keeps the tensor's fingerprint as it is now.
   const std::optional<uint64_t> fp = in_memory_order || !tracked ? std::nullopt : std::optional(memory_fingerprint(c));
   const c10::StorageImpl* storage = storage_of(c);
-  auto stats = std::make_shared<LazyStats>(barrier, std::move(c), dtype, options);
+  // Statistics left for the background thread hold the tensor's memory, not the tensor: a tensor
+  // held after its op ended is one that something else still uses. Autograd's AccumulateGrad takes a
+  // gradient as the parameter's .grad only while nothing else holds it (.grad set to None, as
+  // PyTorch 2.x's zero_grad does by default), and copies it otherwise: every gradient, every step.
+  const bool deferred = tracked && !now && barrier.defers();
+  auto stats = std::make_shared<LazyStats>(barrier, deferred && in_memory_order ? same_memory(c) : std::move(c), dtype,
+                                           options);
   if (now || !tracked) stats->get();
   else barrier.add(storage, stats);
   if (tracked) remember(t, fp, stats, it);  // `it` still valid: only this thread's observer changes entries_
