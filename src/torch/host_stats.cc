@@ -139,7 +139,7 @@ PendingWork::~PendingWork() {
 bool PendingWork::in_forked_child() { return opdump::in_forked_child(); }
 
 void PendingWork::add(const c10::StorageImpl* const* storages, size_t count, const std::shared_ptr<LazyWork>& work) {
-  if (in_forked_child() || runs_inline()) {
+  if (!defers()) {
     work->run();
     return;
   }
@@ -353,8 +353,8 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
   const bool deferred = tracked && !now && barrier.defers();
   auto stats = std::make_shared<LazyStats>(barrier, deferred && in_memory_order ? same_memory(c) : std::move(c), dtype,
                                            options);
-  if (now || !tracked) stats->get();
-  else barrier.add(storage, stats);
+  if (deferred) barrier.add(storage, stats);
+  else stats->get();
   if (tracked) remember(t, fp, stats, it);  // `it` still valid: only this thread's observer changes entries_
   return stats;
 }
