@@ -46,6 +46,7 @@ over the baseline's, mode by mode, and each one-process ratio is followed by the
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -156,6 +157,20 @@ def settle():
     a dump's 20,000 files, every file created costs a scan of them)."""
     os.sync()
     time.sleep(max(0.0, LAST_REMOVAL + 61 - time.monotonic()))
+
+
+def median_interval(values):
+    """The median of `values` and a 95% interval for it, from order statistics (no assumption about their
+    distribution; the values taken as independent): ranks n/2 -+ 0.98 sqrt(n), as the binomial(n, 1/2) count of
+    values below the true median puts them. None for fewer than 6 values (the interval would be the whole range)."""
+    xs = sorted(values)
+    n = len(xs)
+    if n < 6:
+        return None
+    half = 0.98 * math.sqrt(n)
+    lo = max(0, int(math.floor(n / 2 - half)))
+    hi = min(n - 1, int(math.ceil(n / 2 + half)) - 1)
+    return statistics.median(xs), xs[lo], xs[hi]
 
 
 WITHOUT_OPDUMP = ("plain", "records")  # modes with no opdump in them: nothing of a --baseline build to measure
@@ -349,6 +364,7 @@ def main():
     # undumped blocks after the first dump against the one before any tell.
     inside, drift, inside_baseline = {}, {}, {}
     extra_inside = {}  # mode -> per round, dumped minus undumped step in neighbouring blocks (seconds)
+    pairs = {}  # (mode, "blocks") -> every pair of neighbouring blocks' ratio, all rounds together
     for mode in [m for m in modes if m.partition("@")[0] in ("records", "off", "listed", "stats", "overflow")]:
         # (a dump that captures nothing has no every-other-iteration figure worth its time, forced placement or not)
         baselines = [args.baseline] if args.baseline and mode not in WITHOUT_OPDUMP else []
@@ -364,6 +380,7 @@ def main():
                     if how == "blocks":  # pairs of neighbouring blocks
                         into[(mode, how)].append(statistics.median(a / b for a, b in zip(d["times"], d["off_times"])))
                         if not pythonpath:
+                            pairs.setdefault((mode, how), []).extend(a / b for a, b in zip(d["times"], d["off_times"]))
                             extra_inside.setdefault(mode, []).append(
                                 statistics.median(a - b for a, b in zip(d["times"], d["off_times"])))
                             if len(d["off_times"]) > 1:
@@ -429,6 +446,10 @@ def main():
     for (mode, how), values in inside.items():
         print(f"  {mode:8s} one process, {what[how]}: {statistics.median(values):5.2f}x"
               f"  (rounds: {', '.join(f'{x:.2f}' for x in values)})")
+        if (interval := median_interval(pairs.get((mode, how), []))):
+            # (is a figure near a target above it or below? the interval says whether this run can tell)
+            print(f"  {mode:8s}   every block pair of every round: median {interval[0]:5.2f}x, 95% interval "
+                  f"{interval[1]:.2f}-{interval[2]:.2f} over {len(pairs[(mode, how)])} pairs")
         if (mode, how) in inside_baseline:
             values = inside_baseline[(mode, how)]
             print(f"  {mode:8s}   the baseline, the same: {statistics.median(values):5.2f}x"
