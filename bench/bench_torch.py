@@ -418,7 +418,9 @@ def main():
         extra_cpu = statistics.median(c for x in runs[mode] for c in x["cpu"]) - plain_cpu
         rate = f"{per_step / extra_cpu / 1e9:.2f} GB per extra CPU second" if extra_cpu > 0 else "no measurable extra CPU time"
         rows = d["report"].get("statistic_rows", 0) // (args.steps + d["warmup"])
-        print(f"  {mode:8s} summarizes {per_step / 1e6:.0f} MB in {rows} statistic rows per step; {rate}; "
+        read = d["report"].get("statistic_bytes_read", 0) / (args.steps + d["warmup"])  # (the rest known already)
+        print(f"  {mode:8s} summarizes {per_step / 1e6:.0f} MB in {rows} statistic rows per step, reading "
+              f"{read / 1e6:.0f} MB of it; {rate}; "
               f"peak RSS {d['maxrss_mb']:.0f} MB (plain {runs['plain'][-1]['maxrss_mb']:.0f} MB)")
     if runs.get("overflow"):
         d = runs["overflow"][-1]

@@ -26,6 +26,7 @@ py::dict counters_dict(const opdump::DumpCounters& c) {
   d["tensor_bytes"] = c.tensor_bytes;
   d["statistic_rows"] = c.stat_rows;
   d["statistic_bytes"] = c.stat_bytes;
+  d["statistic_bytes_read"] = c.stat_bytes_read;
   d["overflow_checks"] = c.overflow_checks;
   d["overflow_bytes_read"] = c.overflow_bytes_read;
   d["overflow_bounded"] = c.overflow_bounded;

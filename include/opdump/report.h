@@ -31,6 +31,7 @@ struct DumpCounters {
   uint64_t tensor_bytes = 0;
   uint64_t stat_rows = 0;
   uint64_t stat_bytes = 0;  // bytes of the tensors those rows summarize
+  uint64_t stat_bytes_read = 0;  // ...of them, those read to summarize them (the rest known from earlier statistics)
   // Overflow mode: ops whose outputs were checked, and of them those whose outputs were read (the
   // bytes read: on the host or the device) or known clean from their operands' bounds without
   // reading (an optimizer's add_ and mul_ on checked tensors); the bytes of inputs copied before an

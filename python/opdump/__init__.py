@@ -197,7 +197,8 @@ def iteration():
 
 def counters():
     """What the current dump has taken so far: a dict with the keys of finalize_dump()'s counters
-    (ops, tensors, tensor_bytes, statistic_rows, statistic_bytes; in overflow mode overflow_checks,
+    (ops, tensors, tensor_bytes, statistic_rows, statistic_bytes, statistic_bytes_read: of those bytes, the ones
+    read to summarize them, the rest known from earlier statistics; in overflow mode overflow_checks,
     overflow_bytes_read, overflow_bounded: outputs known clean from their operands, not read, and
     overflow_bytes_copied: inputs copied before an op wrote them in place)."""
     return _opdump.counters()

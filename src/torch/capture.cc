@@ -173,13 +173,16 @@ void capture_one(const at::Tensor& t, DumpSink& dumper, StatsCache& cache, Reduc
     d.owner = copy;
   }
   if (on_device && (settings.statistics || !(settings.tensors || settings.bin_files))) {
+    d.bytes_read = static_cast<uint64_t>(t.numel()) * t.element_size();  // (reduced on the device each time)
     if (batcher.batched(t))
       to_stage.push_back(ToStage{out.size(), t.detach()});
     else
       d.deferred_stats = device_stats(t.detach());
   } else if (!(settings.tensors || settings.bin_files)) {
     const bool now = written && std::find(written->begin(), written->end(), storage_of(t)) != written->end();
-    std::shared_ptr<LazyStats> stats = cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier);
+    bool made = false;
+    std::shared_ptr<LazyStats> stats = cache.lookup_or_add(t, dtype, dumper.stats_options(), now, barrier, &made);
+    if (made) d.bytes_read = stats->bytes();
     // Charged against max_inflight_mb only while the statistics still hold the tensor: computed ones
     // (remembered from an earlier op, or computed at once where host work runs inline) hold none of its memory.
     d.pending_bytes = stats->done() ? 0 : stats->bytes();

@@ -331,7 +331,8 @@ bool StatsCache::describes(const Entry& e, const at::Tensor& t, const at::Tensor
 }
 
 std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options,
-                                                     bool now, PendingWork& barrier) {
+                                                     bool now, PendingWork& barrier, bool* made) {
+  if (made) *made = false;
   const bool tracked = !t.is_inference();  // inference tensors have no version counter
   // A dense permutation of its memory (a transposed weight, a channels-last activation) has the
   // statistics of that memory in its own order, which need no copy; hashes follow element order.
@@ -342,6 +343,7 @@ std::shared_ptr<LazyStats> StatsCache::lookup_or_add(const at::Tensor& t, DType 
     if (now) it->second.stats->get();
     return it->second.stats;
   }
+  if (made) *made = true;
   // A copy's statistics are of what was copied, which no write barrier holds for the tensor: its
   // entry keeps the tensor's fingerprint as it is now.
   const std::optional<uint64_t> fp = in_memory_order || !tracked ? std::nullopt : std::optional(memory_fingerprint(c));

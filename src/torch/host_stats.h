@@ -193,9 +193,9 @@ class PendingWork {
 class StatsCache {
  public:
   // The statistics of `t` (contiguous CPU tensor or not), lazily computed unless `now`.
-  // (Pending ones go to `barrier`.)
+  // (Pending ones go to `barrier`.) `made`, when given: whether they are new, a pass over `t` (not remembered).
   std::shared_ptr<LazyStats> lookup_or_add(const at::Tensor& t, DType dtype, const StatsOptions& options, bool now,
-                                           PendingWork& barrier);
+                                           PendingWork& barrier, bool* made = nullptr);
   // `t` was just filled with one value (zero_, fill_): its statistics follow from one element.
   void remember_filled(const at::Tensor& t, DType dtype, PendingWork& barrier);
   // Whether `t`, as it is now, holds +0 only, as zero_ or fill_(0) left it.

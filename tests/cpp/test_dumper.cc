@@ -41,6 +41,25 @@ TEST(Dumper, MindSporeSyncLayoutWithTensorsAndStatistics) {
   EXPECT_EQ(test::read_file(dir / "rank_3/.dump_metadata/data_dump.json"), c.original_text);
 }
 
+// The bytes the statistics rows describe, and of them the bytes read to make them: all of a tensor whose
+// statistics the dump computes, the adapter's count for statistics it hands over (none when it knew them).
+TEST(Dumper, CountsTheBytesReadToSummarize) {
+  test::TempDir dir;
+  DumpConfig c = parse_config(ms_config(dir.path(), R"(, "saved_data": "statistic")"), "t", no_env());
+  Dumper d(c, DumperOptions{0, 0, 0});
+  auto handed = [](std::vector<float> values, bool known) {
+    DumpTensor t = tensor_of(values);
+    t.deferred_stats = std::make_shared<KnownStats>(compute_stats(t.view));
+    t.bytes_read = known ? 0 : t.view.nbytes();
+    return t;
+  };
+  d.dump_op(op("Mul", "Default/mul-op0", 0, 0), {tensor_of({1, 2, 3}), handed({4, 5}, true)}, {handed({6, 7, 8, 9}, false)});
+  EXPECT_TRUE(d.finalize().ok());
+  EXPECT_EQ(d.counters().stat_bytes, 36u);
+  EXPECT_EQ(d.counters().stat_bytes_read, 28u);  // (the 8 bytes of remembered statistics unread)
+  EXPECT_EQ(d.counters().stat_rows, 3u);
+}
+
 // Each op's folder is remembered per thread (op_folder): a dumper made where the last one was (the same
 // stack slot here) must not be given that one's folders, and ops of alternating iterations each get theirs.
 TEST(Dumper, EachDumperAndIterationGetsItsOwnFolder) {

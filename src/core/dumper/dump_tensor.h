@@ -39,6 +39,9 @@ struct DumpTensor {
   std::shared_ptr<const Buffer> owner;
   std::shared_ptr<DeferredStats> deferred_stats;
   uint64_t pending_bytes = 0;  // memory `deferred_stats` holds until it runs (for the in-flight cap)
+  // Bytes the adapter reads for `deferred_stats`: the tensor's when they are a new pass over it, 0
+  // when they were known (remembered from an earlier op, or derived from other statistics).
+  uint64_t bytes_read = 0;
   // Non-empty: this slot holds no data, and why (an undefined tensor, an out= buffer the op does
   // not read, a layout or dtype with no dump format). Written as an empty float32 tensor of shape
   // (0,), which keeps slot numbers aligned, and listed with its reason in the folder's

@@ -350,6 +350,9 @@ void Dumper::dump_statistics(const OpRecord& op, const std::string& folder, IoKi
   for (size_t slot = 0; slot < tensors.size(); ++slot) {
     const DumpTensor& t = tensors[slot];
     stat_bytes_.fetch_add(t.view.nbytes(), std::memory_order_relaxed);
+    // (without deferred statistics the writer computes them from the view: every byte is read)
+    if (const uint64_t read = t.deferred_stats ? t.bytes_read : t.view.nbytes())
+      stat_bytes_read_.fetch_add(read, std::memory_order_relaxed);
     if (t.deferred_stats || t.view.numel() == 0) {
       if (!origin) origin = std::make_shared<const DeferredRows::Origin>(DeferredRows::Origin{folder, op.id});
       bool full;
@@ -433,6 +436,7 @@ DumpCounters Dumper::counters() const {
                       tensor_bytes_.load(),
                       stat_rows_.load(),
                       stat_bytes_.load(),
+                      stat_bytes_read_.load(),
                       overflow_checks_.load(),
                       overflow_bytes_read_.load(),
                       overflow_bounded_.load(),

@@ -203,7 +203,7 @@ class Dumper final : public DumpSink {
   std::map<std::tuple<uint64_t, uint64_t, std::string>, std::string> folders_made_;  // (model id, iteration, model)
   const uint64_t serial_;  // this dumper among every one the process made (op_folder's per-thread answer)
   std::atomic<bool> root_lost_reported_{false};
-  std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0}, stat_bytes_{0};
+  std::atomic<uint64_t> ops_{0}, tensors_{0}, tensor_bytes_{0}, stat_rows_{0}, stat_bytes_{0}, stat_bytes_read_{0};
   std::atomic<uint64_t> overflow_checks_{0}, overflow_bytes_read_{0}, overflow_bounded_{0},
       overflow_bytes_copied_{0};
   OverflowTracker overflow_;
