@@ -394,6 +394,23 @@ void StatsCache::share(const at::Tensor& out, const at::Tensor& same, PendingWor
   remember(out, memory_fingerprint(out), std::move(stats), entries_.find(out.unsafeGetTensorImpl()));
 }
 
+void StatsCache::alias(const at::Tensor& from, const at::Tensor& to) {
+  if (!from.defined() || !to.defined() || from.is_inference() || to.is_inference() ||
+      from.unsafeGetTensorImpl() == to.unsafeGetTensorImpl() || !from.has_storage() || !to.has_storage())
+    return;
+  if (to.scalar_type() != from.scalar_type() || !to.is_alias_of(from) || to.storage_offset() != from.storage_offset() ||
+      to.sizes() != from.sizes() || to.strides() != from.strides())
+    return;
+  auto source = entries_.find(from.unsafeGetTensorImpl());
+  if (source == entries_.end()) return;
+  Entry entry = source->second;  // (its version, data pointer and fingerprint are checked when `to` is looked up)
+  const auto version = static_cast<uint32_t>(from._version());
+  if (entry.impl.expired() || entry.version != version || static_cast<uint32_t>(to._version()) != version) return;
+  entry.impl = c10::weak_intrusive_ptr<c10::TensorImpl>(to.getIntrusivePtr());
+  if (auto at = entries_.find(to.unsafeGetTensorImpl()); at != entries_.end()) at->second = std::move(entry);
+  else entries_.emplace(to.unsafeGetTensorImpl(), std::move(entry));
+}
+
 std::shared_ptr<LazyStats> StatsCache::remembered(const at::Tensor& t) {
   if (!t.device().is_cpu()) return nullptr;
   auto it = current(t);

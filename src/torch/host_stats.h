@@ -214,6 +214,13 @@ class StatsCache {
   // neither flushed nor read as zero -- and are remembered then; sums are the old ones times
   // `factor` (squares times its square), within the rounding of the pass's own float32 lanes.
   void remember_scaled(const at::Tensor& out, LazyStats& before, double factor, PendingWork& barrier);
+  // `to` was just made from `from` by an op that returns its input under another tensor object sharing its
+  // version counter (op_kinds::aliases_input: detach, alias, a view). Where both read the same elements in
+  // the same order (one storage, offset, sizes, strides and dtype), `to` takes what is remembered of `from`,
+  // checked as any entry is when `to` is looked up: autograd gives a parameter its gradient detached
+  // from the one its backward op returned (PyTorch 2.x's zero_grad sets .grad to None), which was
+  // summarized as that op's output, and the optimizer reads it next.
+  void alias(const at::Tensor& from, const at::Tensor& to);
   // Whether a product by `factor` of a tensor of `type` can take such statistics (the dtype and factor
   // conditions above).
   static bool scales_exactly(at::ScalarType type, double factor);

@@ -256,6 +256,10 @@ class Observer final : public RuntimeListener {
       if (op.derives == OpTraits::Derives::AddInPlace) note_added_to_zeros(fn, ts.cache, *ctx);
       if (op.derives == OpTraits::Derives::MulInPlace) note_scaled(fn, ts.cache, *ctx);
     }
+    if (op.aliases_input && !ts.cache.empty()) {
+      const auto inputs = fn.inputs();
+      if (!inputs.empty() && inputs[0].isTensor()) ctx->aliased_input = inputs[0].toTensor();
+    }
     ctx->depth = ts.depth++;
     if (below_level) return ctx;
     ctx->report = runtime_.begin_op();
@@ -404,6 +408,12 @@ class Observer final : public RuntimeListener {
     if (ctx->alias_from.defined()) {
       const auto& outs = fn.outputs();
       if (!outs.empty() && outs[0].isTensor()) ids_.alias(ctx->alias_from, outs[0].toTensor());
+    }
+    // (before the outputs are captured: a parameter's gradient, detached from the one its backward op
+    // returned, is known without a pass over it)
+    if (ctx->aliased_input.defined()) {
+      const auto& outs = fn.outputs();
+      if (!outs.empty() && outs[0].isTensor()) ts.cache.alias(ctx->aliased_input, outs[0].toTensor());
     }
     if (!ctx->executed) return;
     OpReport& report = ctx->report;

@@ -16,6 +16,7 @@ OpTraits traits_of(const char* name, const c10::FunctionSchema* schema) {
   t.type = std::strstr(name, "::") + 2;
   t.computes_nothing = op_kinds::computes_nothing(t.type);
   t.copied_input = op_kinds::copied_input(t.type);
+  t.aliases_input = op_kinds::aliases_input(t.type);
   // (_foreach_zero_, an optimizer's zero_grad() in PyTorch 1.13, writes zeros into a list: nothing to check)
   if (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_") || !std::strcmp(name, "aten::_foreach_zero_"))
     t.derives = OpTraits::Derives::Fill;

@@ -29,6 +29,7 @@ struct OpTraits {
   bool returns_nothing = false;   // its schema returns nothing (_foreach_add_): its results are `written`
   bool computes_nothing = false;  // op_kinds::computes_nothing
   int copied_input = -1;          // op_kinds::copied_input
+  bool aliases_input = false;     // op_kinds::aliases_input
   Derives derives = Derives::Nothing;
 };
 

@@ -127,6 +127,7 @@ struct OpCtx final : RecordCtx {
   identity::CallIndex calls;  // ops below this top op, by type
   std::string name;  // (op_name() once executed)
   at::Tensor alias_from;      // a skipped copy (cast, contiguous): its source, for data flow
+  at::Tensor aliased_input;   // detach, alias, view: the input whose remembered statistics may hold for the output
   std::vector<DumpTensor> inputs;
   WrittenTensors written;  // tensors this op may modify in place
   WrittenStorages written_storages;  // and the storages they write

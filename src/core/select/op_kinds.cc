@@ -31,6 +31,13 @@ bool computes_nothing(std::string_view op_type) {
   return ops.count(op_type) > 0;
 }
 
+bool aliases_input(std::string_view op_type) {
+  // (reshape and _reshape_alias are views when they can be: a copy is told apart by its memory)
+  static const std::unordered_set<std::string_view> ops = {"detach", "alias", "view", "view_as", "reshape",
+                                                           "_reshape_alias"};
+  return ops.count(op_type) > 0;
+}
+
 bool draws_random(std::string_view op_type) {
   static const std::unordered_set<std::string_view> ops = {
       "dropout", "dropout_", "native_dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout",

@@ -17,6 +17,10 @@ OPDUMP_ADAPTER_API bool computes_nothing(std::string_view op_type);
 // Its output is a copy of the input at this slot (to, clone, contiguous, copy_'s source): data
 // flow runs through it. -1 for other ops.
 OPDUMP_ADAPTER_API int copied_input(std::string_view op_type);
+// Its output is its first input under another tensor object, sharing its version counter, as views do
+// (detach, alias, view): where the two also read the same elements in the same order, whatever is known
+// of the input's values holds for the output. Autograd hands a parameter its gradient through detach.
+OPDUMP_ADAPTER_API bool aliases_input(std::string_view op_type);
 // Its result is drawn from the random number generator (dropout, bernoulli, the rand* family): no re-run
 // draws the same numbers, and two PyTorch versions draw differently from one seed.
 OPDUMP_ADAPTER_API bool draws_random(std::string_view op_type);

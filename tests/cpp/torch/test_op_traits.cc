@@ -62,6 +62,7 @@ TEST(OpTraits, InPlaceAndOutVariantsNameWhatTheyWriteAndWhatTheirResultsDerive) 
     at::add_out(out, a, b);
     (void)at::relu(a);
     (void)a.clone();
+    (void)a.detach();
   });
   const Seen& add_ = first_named(seen, "aten::add_");
   EXPECT_TRUE(add_.traits.is_operator);
@@ -85,6 +86,9 @@ TEST(OpTraits, InPlaceAndOutVariantsNameWhatTheyWriteAndWhatTheirResultsDerive) 
   const Seen& clone = first_named(seen, "aten::clone");
   EXPECT_TRUE(clone.traits.computes_nothing);
   EXPECT_EQ(clone.traits.copied_input, 0);  // data flow runs through the copy
+  EXPECT_FALSE(clone.traits.aliases_input);   // (its own memory and version counter)
+  EXPECT_FALSE(relu.traits.aliases_input);
+  EXPECT_TRUE(first_named(seen, "aten::detach").traits.aliases_input);  // how autograd hands over a gradient
 }
 
 TEST(OpTraits, BatchNormWritesItsRunningStatisticsThoughItsSchemaDoesNotSaySo) {

@@ -224,3 +224,40 @@ TEST(StatsCache, ASumIntoZerosTakesTheAddedTensorsStatistics) {
   barrier.force_all();
   barrier.releases().release();
 }
+
+// A tensor returned under another object by detach (as autograd hands a parameter its gradient) takes the
+// statistics remembered for its source, the very ones, until either is written in place; another view of
+// the memory (other strides) or a copy has its own.
+TEST(StatsCache, ADetachedTensorTakesItsSourcesStatistics) {
+  PendingWork barrier;
+  barrier.set_placement(opdump::HostWork::Inline);
+  StatsCache cache;
+  const opdump::DType f32 = opdump::DType::Float32;
+  at::Tensor grad = torch::rand({64, 32});
+  auto stats = cache.lookup_or_add(grad, f32, {}, /*now=*/true, barrier);
+  at::Tensor handed = grad.detach();
+  at::Tensor transposed = grad.t();
+  at::Tensor copy = grad.clone();
+  for (const at::Tensor* other : {&handed, &transposed, &copy}) cache.alias(grad, *other);
+  bool made = true;
+  EXPECT_EQ(cache.lookup_or_add(handed, f32, {}, true, barrier, &made), stats);
+  EXPECT_FALSE(made);
+  EXPECT_NE(cache.lookup_or_add(transposed, f32, {}, true, barrier, &made), stats);
+  EXPECT_TRUE(made);
+  EXPECT_NE(cache.lookup_or_add(copy, f32, {}, true, barrier), stats);
+  // Written through the source: the detached tensor shares its version counter, and is summarized anew.
+  const double before = stats->get().max;
+  grad.add_(10);
+  auto after = cache.lookup_or_add(handed, f32, {}, true, barrier);
+  EXPECT_NE(after, stats);
+  EXPECT_EQ(after->get().max, static_cast<double>(static_cast<float>(before + 10)));
+  // A tensor detached from one whose remembered statistics are stale takes none.
+  at::Tensor stale = torch::rand({16});
+  cache.lookup_or_add(stale, f32, {}, true, barrier);
+  stale.mul_(2);  // (written unseen by the cache: its entry is of the version before)
+  at::Tensor from_stale = stale.detach();
+  cache.alias(stale, from_stale);
+  cache.lookup_or_add(from_stale, f32, {}, true, barrier, &made);
+  EXPECT_TRUE(made);
+  barrier.releases().release();
+}
