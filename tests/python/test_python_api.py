@@ -84,8 +84,9 @@ def test_set_dump_takes_a_dict_and_a_with_block_is_one_session(tmp_path):
     assert out["after"] == "" and out["root"].startswith(str(tmp_path / "d"))
     assert report["ok"] and report["files_written"] > 10
     # one shape: the counters are the report's counters, under the same keys
-    assert set(during) == {"ops", "tensors", "tensor_bytes", "statistic_rows", "statistic_bytes", "overflow_checks",
-                           "overflow_bytes_read", "overflow_bounded", "overflow_bytes_copied"} and set(during) <= set(report)
+    assert set(during) == {"ops", "tensors", "tensor_bytes", "statistic_rows", "statistic_bytes", "statistic_bytes_read",
+                           "overflow_checks", "overflow_bytes_read", "overflow_bounded",
+                           "overflow_bytes_copied"} and set(during) <= set(report)
     assert during["ops"] == report["ops"] > 0 and during["tensors"] == report["tensors"]
     assert "Default_net-Net_fc1-Linear_linear-op0" in dumped_names(tmp_path / "d")
 
