@@ -403,12 +403,16 @@ void StatsCache::alias(const at::Tensor& from, const at::Tensor& to) {
     return;
   auto source = entries_.find(from.unsafeGetTensorImpl());
   if (source == entries_.end()) return;
-  Entry entry = source->second;  // (its version, data pointer and fingerprint are checked when `to` is looked up)
+  const Entry& e = source->second;
+  // Of `from` as it is now (the fingerprint is checked when `to` is looked up); `to` shares its version and data.
   const auto version = static_cast<uint32_t>(from._version());
-  if (entry.impl.expired() || entry.version != version || static_cast<uint32_t>(to._version()) != version) return;
-  entry.impl = c10::weak_intrusive_ptr<c10::TensorImpl>(to.getIntrusivePtr());
-  if (auto at = entries_.find(to.unsafeGetTensorImpl()); at != entries_.end()) at->second = std::move(entry);
-  else entries_.emplace(to.unsafeGetTensorImpl(), std::move(entry));
+  if (e.impl.expired() || e.version != version || static_cast<uint32_t>(to._version()) != version ||
+      e.data != (from.numel() ? from.data_ptr() : nullptr))
+    return;
+  const std::optional<uint64_t> fp = e.fingerprint_of_stats ? std::nullopt : std::optional(e.fingerprint);
+  std::shared_ptr<LazyStats> stats = e.stats;
+  const bool zeros = e.zeros;
+  remember(to, fp, std::move(stats), entries_.find(to.unsafeGetTensorImpl()), zeros);
 }
 
 std::shared_ptr<LazyStats> StatsCache::remembered(const at::Tensor& t) {
