@@ -78,6 +78,8 @@ class Tensors {
   template <typename Values>
   std::vector<at::Tensor>& of(const Values& values) {
     tensors_.clear();
+    // (a debug scene takes the vector's memory with the tensors: one allocation then, not one per doubling)
+    tensors_.reserve(values.size());
     tensors_of(values, tensors_);
     return tensors_;
   }
