@@ -69,14 +69,13 @@ bool describe_operands(const Values& args, BoundedOp& op) {
   return true;
 }
 
-// The bound rule of an op of type `op_type` (RecordFunction's name without "aten::") and its
-// arguments as the rule reads them; rule None when it has none or its arguments fit no rule.
+// An op of bound rule `rule` (bound_rule of its type, OpTraits::bound_rule) with its arguments as the
+// rule reads them, into `op` (built in place: no small vectors moved per op); rule None when it has
+// none or its arguments fit no rule.
 template <typename Values>
-BoundedOp bounded_op(std::string_view op_type, const Values& args) {
-  BoundedOp op;
-  op.rule = bound_rule(op_type);
+void describe_bounded_op(BoundRule rule, const Values& args, BoundedOp& op) {
+  op.rule = rule;
   if (op.rule != BoundRule::None && !describe_operands(args, op)) op = BoundedOp{};
-  return op;
 }
 
 // A product-sum op (product_sum_bound.h) as its rule reads its arguments: its first three tensor
@@ -89,12 +88,13 @@ struct ProductSumOp {
   double alpha = 1, beta = 1;
 };
 
-// The product-sum rule of an op of type `op_type` and its arguments as the rule reads them; kind None
-// when it has none or its arguments fit it not. `Values`: RecordFunction::inputs().
+// An op of product-sum rule `kind` (product_sum_of of its type, OpTraits::product_sum) with its arguments
+// as the rule reads them; kind None when it has none or its arguments fit it not. `Values`:
+// RecordFunction::inputs().
 template <typename Values>
-ProductSumOp product_sum_op(std::string_view op_type, const Values& args) {
+ProductSumOp product_sum_op(ProductSum kind, const Values& args) {
   ProductSumOp op;
-  op.kind = product_sum_of(op_type);
+  op.kind = kind;
   if (op.kind == ProductSum::None) return op;
   if (args.size() < 2) return ProductSumOp{};
   int8_t tensors = 0;

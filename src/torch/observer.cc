@@ -347,7 +347,7 @@ class Observer final : public RuntimeListener {
         ctx->report.write_kernel_args(kernel_args_json(fn, fn.inputs(), ctx->op_name()));
       Busy busy(ts);
       // (the scene keeps the op's tensors: moved there unless the dump captures them below)
-      scenes_.start(fn, *dumper, plan.dump ? inputs : std::move(inputs), ctx->written, ctx->scene);
+      scenes_.start(fn, op, *dumper, plan.dump ? inputs : std::move(inputs), ctx->written, ctx->scene);
     }
     if (!plan.dump) return ctx;
 
@@ -385,7 +385,7 @@ class Observer final : public RuntimeListener {
     }
     if (!ctx->written_storages.empty() && scene_.load(std::memory_order_relaxed) == static_cast<int>(Scene::Overflow)) {
       scenes_.written(ctx->written_storages);
-      if (ctx->fills) scenes_.filled(fn);  // the gradients an optimizer zeroes are bounded by 0
+      if (ctx->fills) scenes_.filled(fn, ts.op_traits.of(fn));  // the gradients an optimizer zeroes are bounded by 0
     }
     // Optimizers zero every gradient that backward then accumulates into (add_ in place): its
     // input statistics would be a pass over all gradients on the training thread.

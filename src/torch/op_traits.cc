@@ -17,6 +17,8 @@ OpTraits traits_of(const char* name, const c10::FunctionSchema* schema) {
   t.computes_nothing = op_kinds::computes_nothing(t.type);
   t.copied_input = op_kinds::copied_input(t.type);
   t.aliases_input = op_kinds::aliases_input(t.type);
+  t.bound_rule = bound_rule(t.type);
+  t.product_sum = product_sum_of(t.type);
   // (_foreach_zero_, an optimizer's zero_grad() in PyTorch 1.13, writes zeros into a list: nothing to check)
   if (!std::strcmp(name, "aten::zero_") || !std::strcmp(name, "aten::fill_") || !std::strcmp(name, "aten::_foreach_zero_"))
     t.derives = OpTraits::Derives::Fill;

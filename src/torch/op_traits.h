@@ -10,6 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "debug_scenes/product_sum_bound.h"
+#include "debug_scenes/range_bound.h"
+
 namespace opdump::pt::detail {
 
 struct OpTraits {
@@ -31,6 +34,9 @@ struct OpTraits {
   int copied_input = -1;          // op_kinds::copied_input
   bool aliases_input = false;     // op_kinds::aliases_input
   Derives derives = Derives::Nothing;
+  // Overflow mode's rules for its output's bound (range_bound.h, product_sum_bound.h)
+  BoundRule bound_rule = BoundRule::None;
+  ProductSum product_sum = ProductSum::None;
 };
 
 // Per thread (no lock): the traits of each operator overload seen, by its name pointer

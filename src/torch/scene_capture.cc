@@ -435,8 +435,8 @@ bool clean_before_writing(KnownChecks& known, const std::vector<at::Tensor>& inp
 }
 }  // namespace
 
-void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, std::vector<at::Tensor> inputs,
-                        c10::ArrayRef<const c10::TensorImpl*> written, SceneOp& op) {
+void DebugScenes::start(const at::RecordFunction& fn, const OpTraits& traits, DumpSink& dumper,
+                        std::vector<at::Tensor> inputs, c10::ArrayRef<const c10::TensorImpl*> written, SceneOp& op) {
   const Scene scene = dumper.settings().scene;
   op.uncaught = std::uncaught_exceptions();
   if (is_exception_scene(scene)) {
@@ -451,12 +451,11 @@ void DebugScenes::start(const at::RecordFunction& fn, DumpSink& dumper, std::vec
     state_->overflow.resolve(/*wait=*/false);
     if (!written.empty()) state_->overflow.keep_before_write(written);
   }
-  const char* op_type = std::strstr(fn.name(), "::") + 2;
-  if (dumper.overflow_ignored(op_type)) return;
+  if (dumper.overflow_ignored(traits.type)) return;
   op.inputs = std::move(inputs);
   BoundedOp& bounded = op.bounded;
-  bounded = bounded_op(op_type, fn.inputs());
-  op.product_sum = product_sum_op(op_type, fn.inputs());
+  describe_bounded_op(traits.bound_rule, fn.inputs(), bounded);
+  op.product_sum = product_sum_op(traits.product_sum, fn.inputs());
   const bool bounds = bounded.rule != BoundRule::None;
   if (bounds && clean_before_writing(state_->known, op.inputs, written, bounded)) return;  // nothing to copy or precheck
   for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -525,8 +524,9 @@ void DebugScenes::iteration_end() {
 
 void DebugScenes::written(c10::ArrayRef<const c10::StorageImpl*> storages) { state_->known.written(storages); }
 
-void DebugScenes::filled(const at::RecordFunction& fn) {
-  const BoundedOp op = bounded_op(std::strstr(fn.name(), "::") + 2, fn.inputs());
+void DebugScenes::filled(const at::RecordFunction& fn, const OpTraits& traits) {
+  BoundedOp op;
+  describe_bounded_op(traits.bound_rule, fn.inputs(), op);
   if (op.rule != BoundRule::None) state_->known.bounded_check(op, tensors_of(fn.inputs()), tensors_of(fn.outputs()));
 }
 

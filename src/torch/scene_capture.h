@@ -11,6 +11,7 @@
 #include "debug_scenes/debug_scenes.h"
 #include "known_checks.h"
 #include "dumper/dump_sink.h"
+#include "op_traits.h"
 #include "runtime/runtime_interface.h"
 
 namespace opdump::pt::detail {
@@ -42,8 +43,9 @@ class DebugScenes {
   DebugScenes(const DebugScenes&) = delete;
   DebugScenes& operator=(const DebugScenes&) = delete;
   // `inputs` / `outputs`: the op's tensors (tensors_of its arguments / results), the scene's to
-  // keep; `written`: tensors the op may modify in place (schema alias annotations).
-  void start(const at::RecordFunction& fn, DumpSink& dumper, std::vector<at::Tensor> inputs,
+  // keep; `written`: tensors the op may modify in place (schema alias annotations); `traits`: its
+  // operator's (type, bound rules).
+  void start(const at::RecordFunction& fn, const OpTraits& traits, DumpSink& dumper, std::vector<at::Tensor> inputs,
              c10::ArrayRef<const c10::TensorImpl*> written, SceneOp& op);
   void end(const at::RecordFunction& fn, const std::shared_ptr<DumpSink>& dumper, const OpRecord& record,
            std::vector<at::Tensor> outputs, SceneOp& op);
@@ -52,7 +54,7 @@ class DebugScenes {
   void written(c10::ArrayRef<const c10::StorageImpl*> storages);
   // An op filled a tensor with one value (zero_, fill_: no op of the dump's level, they compute
   // nothing): its bound is that value's magnitude.
-  void filled(const at::RecordFunction& fn);
+  void filled(const at::RecordFunction& fn, const OpTraits& traits);
   // Dumping paused: tensors may now change unobserved; what is known of them is dropped.
   void paused();
   // The end of an iteration (or of dumping): pending device checks are reported (to the dump each

@@ -29,7 +29,7 @@ double bound_of_output(const char* op_type, const std::vector<c10::IValue>& args
       inputs.push_back(v.toTensor());
       known.of(v.toTensor());
     }
-  const ProductSumOp op = product_sum_op(op_type, args);
+  const ProductSumOp op = product_sum_op(opdump::product_sum_of(op_type), args);
   EXPECT_NE(op.kind, opdump::ProductSum::None) << op_type;
   return known.product_sum_bound(op, inputs, output, index);
 }
@@ -113,7 +113,7 @@ TEST(ProductSumBounds, GiveNoBoundWhenTheyCannot) {
   const at::Tensor a = at::ones({4, 4}), b = at::ones({4, 4});
   KnownChecks known;
   known.of(a);  // b's bound is not known
-  const ProductSumOp op = product_sum_op("mm", std::vector<c10::IValue>{a, b});
+  const ProductSumOp op = product_sum_op(opdump::product_sum_of("mm"), std::vector<c10::IValue>{a, b});
   EXPECT_EQ(known.product_sum_bound(op, {a, b}, at::mm(a, b), 0), kInf);
   known.of(b);
   EXPECT_LT(known.product_sum_bound(op, {a, b}, at::mm(a, b), 0), kInf);
@@ -124,14 +124,14 @@ TEST(ProductSumBounds, GiveNoBoundWhenTheyCannot) {
   known.of(hb);
   EXPECT_EQ(known.product_sum_bound(op, {h, hb}, at::mm(h, hb), 0), kInf);
   // an op without the rule, and arguments the rule does not read
-  EXPECT_EQ(product_sum_op("add", std::vector<c10::IValue>{a, b}).kind, opdump::ProductSum::None);
-  EXPECT_EQ(product_sum_op("mm", std::vector<c10::IValue>{a, 2.0}).kind, opdump::ProductSum::None);
-  EXPECT_EQ(product_sum_op("convolution_backward", std::vector<c10::IValue>{a, a, a}).kind, opdump::ProductSum::None);
+  EXPECT_EQ(product_sum_op(opdump::product_sum_of("add"), std::vector<c10::IValue>{a, b}).kind, opdump::ProductSum::None);
+  EXPECT_EQ(product_sum_op(opdump::product_sum_of("mm"), std::vector<c10::IValue>{a, 2.0}).kind, opdump::ProductSum::None);
+  EXPECT_EQ(product_sum_op(opdump::product_sum_of("convolution_backward"), std::vector<c10::IValue>{a, a, a}).kind, opdump::ProductSum::None);
   // beyond float16's range: a bound, but not a clean one
   const at::Tensor big = at::full({4, 4000}, 20.0f), ones = at::ones({4000, 4});
   known.of(big);
   known.of(ones);
-  const ProductSumOp mm = product_sum_op("mm", std::vector<c10::IValue>{big, ones});
+  const ProductSumOp mm = product_sum_op(opdump::product_sum_of("mm"), std::vector<c10::IValue>{big, ones});
   EXPECT_FALSE(opdump::bound_is_clean(known.product_sum_bound(mm, {big, ones}, at::mm(big, ones), 0)));
   EXPECT_FALSE(known.product_sum_check(mm, {big, ones}, at::mm(big, ones), 0));
 }
