@@ -1,6 +1,7 @@
 // What the observer needs to know of a record's operator, worked out once per operator overload
 // instead of once per op: whether it is an operator at all, its type, what it writes in place,
-// whether it computes anything, and which rules of the statistics cache it may fall under.
+// whether it computes anything, which rules of the statistics cache it may fall under, and overflow
+// mode's rules for the bound of its output.
 #pragma once
 #include <ATen/record_function.h>
 
