@@ -70,8 +70,8 @@ bool describe_operands(const Values& args, BoundedOp& op) {
 }
 
 // An op of bound rule `rule` (bound_rule of its type, OpTraits::bound_rule) with its arguments as the
-// rule reads them, into `op` (built in place: no small vectors moved per op); rule None when it has
-// none or its arguments fit no rule.
+// rule reads them, into `op`, a default one (built in place: no small vectors moved per op); rule None
+// when it has none or its arguments fit no rule.
 template <typename Values>
 void describe_bounded_op(BoundRule rule, const Values& args, BoundedOp& op) {
   op.rule = rule;
