@@ -9,7 +9,6 @@
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
