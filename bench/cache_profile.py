@@ -134,6 +134,12 @@ def run_mode(mode, args, workdir, pythonpath):
            str(args.threads), bench_libraries.record_floor(pythonpath)]
     done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
+        if unknown := unrecognised_instruction(done.stderr):
+            sys.exit(f"cache_profile: valgrind cannot run mode {mode} on this CPU: it met an instruction it does not "
+                     f"decode ({unknown}) and stopped the process. Valgrind decodes some instructions (rdtscp) only "
+                     "where the CPU reports them, and a virtual machine may hide them (see the flags in /proc/cpuinfo); "
+                     "torch loads such a library (libhwy, through its image codecs) before any step runs. Count on "
+                     "another machine, or sample the step here with perf (bench/step_profile.py, perf record).")
         sys.exit(f"cache_profile: mode {mode} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     # The training thread's counts are the marks' dump (thread 1: the one that runs the steps); every other thread's
     # (opdump's writer and statistics threads, torch's) are dumped at exit, with nothing counted after the stop mark.
@@ -146,6 +152,15 @@ def run_mode(mode, args, workdir, pythonpath):
         sys.exit(f"cache_profile: mode {mode}: callgrind counted no instructions between the marks")
     return {which: {g: [c / args.steps for c in counts] for g, counts in totals.items()}
             for which, totals in per_thread.items()}
+
+
+def unrecognised_instruction(stderr):
+    """Where valgrind stopped at an instruction it does not decode ("FUNCTION (in LIBRARY)"), from its log; None when
+    the log does not say so."""
+    if "did not recognise" not in stderr and "unhandled instruction" not in stderr:
+        return None
+    where = re.search(r"Illegal opcode at address 0x[0-9A-Fa-f]+\s*\n==\d+==\s+at 0x[0-9A-Fa-f]+: (.*)", stderr)
+    return where.group(1).strip() if where else "its log names no function"
 
 
 def counts_of(files):
