@@ -296,14 +296,18 @@ class Observer final : public RuntimeListener {
           scope = gradient_scope;
           short_scope = gradient_short_scope;
         }
-        const uint64_t n = ts.calls.next(scope, ts.engine > 0 ? identity::counted_type(op_type) : op_type);
-        ctx->name = identity::op_name(scope, op_type, n);
+        // In the backward pass an op takes the name of its counted type (add_ and add alike): PyTorch 2.x's
+        // engine sums two gradients of one tensor in place only while nothing else holds their memory, as
+        // statistics pending on the background thread do, and the dump must rename nothing.
+        const std::string_view named_type = ts.engine > 0 ? identity::counted_type(op_type) : op_type;
+        const uint64_t n = ts.calls.next(scope, named_type);
+        ctx->name = identity::op_name(scope, named_type, n);
         // The autograd nodes this op creates (possibly several: linear makes TBackward0 and
         // AddmmBackward0) take the sequence numbers from here to the one current at its end.
         // (fn.seqNr() is -1 when autocast, not autograd, dispatched the op.)
         if (at::GradMode::is_enabled()) {
           ctx->seq_start = static_cast<int64_t>(at::sequence_number::peek());
-          ctx->short_name = identity::op_name(short_scope, op_type, n);
+          ctx->short_name = identity::op_name(short_scope, named_type, n);
         }
         ctx->thread_id = at::RecordFunction::currentThreadId();
         ctx->model = model;

@@ -112,6 +112,40 @@ def test_backward_keeps_forward_names_under_bf16_autocast(workload, tmp_path):
                for n in backward), backward
 
 
+def test_a_gradient_summed_in_place_or_not_keeps_its_name(tmp_path):
+    """PyTorch 2.x's autograd engine sums the two gradients of x in place (add_) while nothing else holds them and
+    out of place (add) while something does: statistics still pending on the background thread, or here a hook
+    that keeps them, in the second iteration only. The sum is named alike both times (by its counted type), so that
+    iterations and runs pair it; its type says which it was. PyTorch 1.13 always sums out of place."""
+    code = ("import sys, torch, opdump\n"
+            "torch.manual_seed(0)\n"
+            "opdump.set_dump(sys.argv[1])\n"
+            "x = torch.randn(4, 8, requires_grad=True)\n"
+            "for it in range(2):\n"
+            "    x.grad = None\n"
+            "    kept = []\n"
+            "    a, b = x.clone(), x.clone()\n"  # CloneBackward0 hands each gradient to x as it is
+            "    if it == 1:\n"
+            "        a.register_hook(kept.append); b.register_hook(kept.append)\n"
+            "    (a * b).sum().backward()\n"
+            "    opdump.step()\n"
+            "opdump.finalize_dump()\n")
+    # (summarized as each op ends: nothing of the dump's own is pending when the engine sums)
+    config = ms_config(tmp_path / "d", iteration="0|1", saved_data="statistic", host_work="inline")
+    run_script(code, config_file(tmp_path, config))
+    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
+    rows = list(csv.DictReader(open(order)))
+    sums = {it: [(r["Op Name"], r["Op Type"]) for r in rows if r["Iteration"] == it and r["Op Name"].startswith(
+        "Gradients/") and r["Op Type"] in ("add", "add_")] for it in ("0", "1")}
+    assert [n for n, _ in sums["0"]] == [n for n, _ in sums["1"]] == ["Gradients/Default/add-op0"], sums
+    names = {it: [r["Op Name"] for r in rows if r["Iteration"] == it] for it in ("0", "1")}
+    assert names["0"] == names["1"]
+    if torch.__version__ >= "2":
+        assert [t for _, t in sums["0"]] == ["add_"] and [t for _, t in sums["1"]] == ["add"], sums
+    else:
+        assert [t for _, t in sums["0"]] == [t for _, t in sums["1"]] == ["add"], sums
+
+
 def test_nodes_of_one_type_from_one_forward_op_get_names_of_their_own(tmp_path):
     """cosine_similarity makes two DivBackward0, two SqrtBackward0 and two PowBackward0 nodes: each
     node's ops are named apart ({node}-1 for the second), in every iteration alike, so that no two

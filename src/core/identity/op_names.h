@@ -46,9 +46,10 @@ class OPDUMP_ADAPTER_API CallIndex {
   std::string key_;  // reused: no allocation per call once the map holds the key
 };
 
-// The type backward ops are counted by: an in-place op with its out-of-place twin (add_ with add).
-// The autograd engine accumulates a gradient in place or not depending on who else holds the
-// tensor (PyTorch 2.x), and a dump that holds it must rename nothing.
+// The type backward ops are counted by, and named by outside a node: an in-place op with its
+// out-of-place twin (add_ with add). The autograd engine accumulates a gradient in place or not
+// depending on who else holds the tensor and its memory (PyTorch 2.x), and a dump that holds them
+// must rename nothing.
 OPDUMP_ADAPTER_API std::string_view counted_type(std::string_view type);
 
 // "{scope}/{type}-op{index}"
