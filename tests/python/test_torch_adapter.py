@@ -43,10 +43,11 @@ def run_script(code, *args):
     return proc
 
 
-def execution_order_of(tmp_path, code, iteration):
-    """Runs `code` (its argv[1]: a statistics dump config of these iterations) and returns the rows of the
-    execution order it wrote."""
-    run_script(code, config_file(tmp_path, ms_config(tmp_path / "d", iteration=iteration, saved_data="statistic")))
+def execution_order_of(tmp_path, code, iteration, **opdump):
+    """Runs `code` (its argv[1]: a statistics dump config of these iterations, with these opdump options) and returns
+    the rows of the execution order it wrote."""
+    config = ms_config(tmp_path / "d", iteration=iteration, saved_data="statistic", **opdump)
+    run_script(code, config_file(tmp_path, config))
     [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
     return list(csv.DictReader(open(order)))
 
@@ -131,10 +132,7 @@ def test_a_gradient_summed_in_place_or_not_keeps_its_name(tmp_path):
             "    opdump.step()\n"
             "opdump.finalize_dump()\n")
     # (summarized as each op ends: nothing of the dump's own is pending when the engine sums)
-    config = ms_config(tmp_path / "d", iteration="0|1", saved_data="statistic", host_work="inline")
-    run_script(code, config_file(tmp_path, config))
-    [order] = glob.glob(str(tmp_path / "d" / "**" / "ms_execution_order_graph_0.csv"), recursive=True)
-    rows = list(csv.DictReader(open(order)))
+    rows = execution_order_of(tmp_path, code, "0|1", host_work="inline")
     sums = {it: [(r["Op Name"], r["Op Type"]) for r in rows if r["Iteration"] == it and r["Op Name"].startswith(
         "Gradients/") and r["Op Type"] in ("add", "add_")] for it in ("0", "1")}
     assert [n for n, _ in sums["0"]] == [n for n, _ in sums["1"]] == ["Gradients/Default/add-op0"], sums
