@@ -78,6 +78,29 @@ void note_scaled(const at::RecordFunction& fn, StatsCache& cache, OpCtx& ctx) {
   ctx.scaled_version = self._version();
 }
 
+// Whether opdump's callback is the only one PyTorch calls for this thread's ops: another observer's (a
+// profiler's) keeps the records below an api op on.
+bool sole_op_observer() {
+  const auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION);
+  return callbacks && callbacks->callbacks_.size() == 1;
+}
+
+// Switching PyTorch's records off and on again costs about what two or three records do (each rebuilds
+// the thread's callback lists): below resnet18's convolutions, batch norms, their backward ops and SGD's
+// mul_ there are 4 to 11, 1.0% of its step with both cores training (December 7, fourth session), while
+// switching below ops with fewer made a model of 100 Linear+ReLU layers 1-2% slower.
+constexpr uint32_t kRecordsWorthSwitchingOff = 4;
+
+// A record below the api op `top` that writes `storages` in place: counted while `top` learns whether
+// to keep them (OpTraits::records_below), and whether it writes memory `top` was given.
+void note_record_below(OpCtx& top, const WrittenStorages& storages = {}) {
+  if (!top.learns_records_below) return;
+  ++top.records_seen_below;
+  for (const c10::StorageImpl* s : storages)
+    if (std::find(top.input_storages.begin(), top.input_storages.end(), s) != top.input_storages.end())
+      top.wrote_inputs_below = true;
+}
+
 // Whether the dump's statistics are the host's, remembered per tensor version (StatsCache): a debug
 // scene other than the watcher dumps none, and hashes need the data.
 bool remembers_host_statistics(const DumpSink* dumper) {
@@ -155,7 +178,12 @@ class Observer final : public RuntimeListener {
       instance().barrier_.releases().release();
     }
     try {
-      return instance().start(fn, ts);
+      std::unique_ptr<at::ObserverContext> ctx = instance().start(fn, ts);
+      // (last: an exception before this leaves them on, as no end callback would turn them on again)
+      if (ctx && static_cast<RecordCtx*>(ctx.get())->kind == RecordCtx::Kind::Op &&
+          static_cast<OpCtx*>(ctx.get())->records_off_below)
+        at::enableRecordFunction(false);
+      return ctx;
     } catch (const std::exception& e) {
       instance().runtime_.disable_after_error(std::string("in the start callback of ") + fn.name() + ": " + e.what());
     }
@@ -176,6 +204,7 @@ class Observer final : public RuntimeListener {
         --ts.engine;
         return;
       case RecordCtx::Kind::Op:
+        if (static_cast<OpCtx*>(raw)->records_off_below) at::enableRecordFunction(true);
         break;
     }
     try {
@@ -242,6 +271,7 @@ class Observer final : public RuntimeListener {
                              (level == static_cast<int>(ObserveLevel::Api) &&
                               ts.depth > (ts.nodes.empty() ? 0 : ts.nodes.back().base_depth));
     if (below_level && op.written.empty()) {
+      if (!ts.open.empty()) note_record_below(*ts.open.back());
       ++ts.depth;
       return std::make_unique<MarkCtx>(RecordCtx::Kind::Nested);
     }
@@ -261,7 +291,10 @@ class Observer final : public RuntimeListener {
       if (!inputs.empty() && inputs[0].isTensor()) ctx->aliased_input = inputs[0].toTensor();
     }
     ctx->depth = ts.depth++;
-    if (below_level) return ctx;
+    if (below_level) {
+      if (!ts.open.empty()) note_record_below(*ts.open.back(), ctx->written_storages);
+      return ctx;
+    }
     ctx->report = runtime_.begin_op();
     if (!ctx->report) return ctx;  // no dump, or it is closing
     DumpSink* dumper = &ctx->report.dumper();
@@ -342,6 +375,19 @@ class Observer final : public RuntimeListener {
     if (op.returns_nothing && !ctx->written.empty()) written_results(fn, op, ctx->written_results);
     Tensors tensors(ts);
     std::vector<at::Tensor>& inputs = tensors.of(fn.inputs());
+    if (settings.level == ObserveLevel::Api) {
+      if (op.records_below == OpTraits::RecordsBelow::Unknown) {
+        ctx->learns_records_below = &op;
+        // (what it writes itself was finished at its start and is forgotten at its end)
+        for (const at::Tensor& t : inputs)
+          if (const c10::StorageImpl* s = storage_of(t); s && std::find(ctx->written_storages.begin(),
+                                                                       ctx->written_storages.end(), s) ==
+                                                             ctx->written_storages.end())
+            ctx->input_storages.push_back(s);
+      } else {
+        ctx->records_off_below = op.records_below == OpTraits::RecordsBelow::Off && sole_op_observer();
+      }
+    }
     ids_.ids(inputs, ts.tensor_ids, ctx->input_ids, &ctx->named);
     const OpPlan plan = ctx->report.decide();
     if (plan.scene) {
@@ -370,6 +416,10 @@ class Observer final : public RuntimeListener {
 
   void end(const at::RecordFunction& fn, ThreadState& ts, OpCtx* ctx) {
     --ts.depth;
+    if (ctx->learns_records_below)
+      ctx->learns_records_below->records_below =
+          !ctx->wrote_inputs_below && ctx->records_seen_below >= kRecordsWorthSwitchingOff ? OpTraits::RecordsBelow::Off
+                                                                                           : OpTraits::RecordsBelow::Kept;
     if (!ts.open.empty() && ts.open.back() == ctx) ts.open.pop_back();
     if (!ts.cache.empty())
       for (const c10::TensorImpl* impl : ctx->written) ts.cache.forget(impl);

@@ -38,6 +38,12 @@ struct OpTraits {
   // Overflow mode's rules for its output's bound (range_bound.h, product_sum_bound.h)
   BoundRule bound_rule = BoundRule::None;
   ProductSum product_sum = ProductSum::None;
+  // At api level, whether PyTorch's records of the ops it calls are switched off while it runs (nothing
+  // below an api op is named, listed or captured), learned from its first call on this thread, with them
+  // on. Off where those ops write no memory it was given (such a write must first finish statistics
+  // pending on that memory) and are many: switching costs about what two or three records do.
+  enum class RecordsBelow : uint8_t { Unknown, Kept, Off };
+  mutable RecordsBelow records_below = RecordsBelow::Unknown;  // (the cache is per thread)
 };
 
 // Per thread (no lock): the traits of each operator overload seen, by its name pointer

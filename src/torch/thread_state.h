@@ -141,6 +141,13 @@ struct OpCtx final : RecordCtx {
   double scale_factor = 1;                 // ...the scalar (StatsCache::remember_scaled)
   uint32_t scaled_version = 0;             // ...and the tensor's version, before
   bool executed = false;    // an op of the configured level: listed in the execution order
+  // At api level (OpTraits::records_below): an op's first call counts the records below it and watches
+  // them for writes to the memory of its inputs; later calls may switch them off.
+  const OpTraits* learns_records_below = nullptr;
+  WrittenStorages input_storages;  // (while it learns)
+  uint32_t records_seen_below = 0;
+  bool wrote_inputs_below = false;
+  bool records_off_below = false;
   TensorIds::List input_ids;
   std::vector<std::pair<uint64_t, std::string>> named;  // tensors first seen here that have a name
   int64_t seq_start = -1;  // forward api ops: first autograd sequence number they may use

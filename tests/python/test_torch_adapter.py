@@ -880,6 +880,66 @@ def test_statistics_remembered_by_an_earlier_dump_answer_only_what_it_asked(tmp_
     assert after_a_dump == alone
 
 
+# ---- the records below an api op ------------------------------------------------------------
+# At api level nothing below an api op is named, listed or captured. After an operator's first call on a thread
+# showed that the ops it calls write none of its inputs, PyTorch makes no records below it while it runs.
+
+WRITES_BELOW = r"""
+import json, sys, torch, opdump
+torch.set_num_threads(1)
+lib = torch.library.Library("opdump_test_below", "DEF")
+lib.define("double_in_place(Tensor x) -> Tensor")  # writes x, and its schema does not say so
+def double_in_place(x):  # and calls more than a few ops, below which records would be worth switching off
+    x.mul_(2)
+    return x.sum() + x.mean() + x.amax() + x.amin()
+lib.impl("double_in_place", double_in_place, "CPU")
+opdump.set_dump(sys.argv[1])
+x = torch.ones(1 << 24)  # 64 MB: its add's statistics take the background thread milliseconds
+for it in range(3):
+    y = x + 1  # summarized on the background thread, after add returns
+    torch.ops.opdump_test_below.double_in_place(y)
+    opdump.step()
+opdump.finalize_dump()
+"""
+
+
+def test_an_op_writing_its_input_below_it_finishes_pending_statistics_first_every_call(tmp_path):
+    """An op whose schema does not say it writes its input, and whose implementation writes it through an op it
+    calls (mul_), learns that on its first call: the records below it stay on, so that the mul_ finishes the add's
+    statistics, pending on the background thread, before it doubles the add's result. Had they been switched off
+    from the second call on, the add's output would be summarized after the mul_ (max 4, not 2)."""
+    cfg = ms_config(tmp_path / "d", iteration="all", saved_data="statistic", host_work="background")
+    run_script(WRITES_BELOW, config_file(tmp_path, cfg))
+    for it in range(3):
+        [folder] = glob.glob(str(tmp_path / "d" / "**" / "net" / "0" / str(it)), recursive=True)
+        added = [r for r in dr.statistics(folder) if r["Op Type"] == "add" and r["IO"] == "output"]
+        assert [(r["Max Value"], r["Min Value"]) for r in added] == [("2", "2")], (it, added)
+
+
+PROFILED = r"""
+import json, sys, torch, opdump
+torch.set_num_threads(1)
+m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+opdump.register_model(m, "net")
+opdump.set_dump(sys.argv[1])
+with torch.autograd.profiler.profile() as prof:
+    for _ in range(3):
+        m(torch.randn(2, 8)).sum().backward()
+        opdump.step()
+opdump.finalize_dump()
+print(json.dumps({e.key: e.count for e in prof.key_averages()}))
+"""
+
+
+def test_a_profiler_beside_an_api_level_dump_sees_every_op(tmp_path):
+    """Records below api ops are switched off only while opdump's callback is the only one: a profiler running
+    beside the dump still sees linear's addmm in every iteration, not only in the first (before opdump learned
+    that linear writes none of its inputs)."""
+    cfg = ms_config(tmp_path / "d", iteration="all", saved_data="statistic")
+    counts = json.loads(run_script(PROFILED, config_file(tmp_path, cfg)).stdout.strip().splitlines()[-1])
+    assert counts.get("aten::linear") == 6 and counts.get("aten::addmm") == 6, counts
+
+
 # ---- replay: the dumped inputs reproduce the dumped outputs ----------------------------------
 
 def rebuild(value, inputs, name):
