@@ -330,6 +330,35 @@ TEST(ComparePrecision, FromStatisticsNoGrowthIsJudgedOnceAParameterDiffers) {
   EXPECT_GT(r.warnings + r.errors, 0u);  // the rows differ all the same
 }
 
+// Statistics across stacks, first iteration, a model held in float16 (`model.half()`): its parameters are
+// the reference's rounded, within float16's precision. That is the stack's own rounding, which the input's
+// precision floor counts: an op whose error grows far beyond it (a layer norm's eps changed) is still named,
+// and one that stays within it is not.
+TEST(ComparePrecision, FromStatisticsAParameterHeldInALowerPrecisionStillLetsGrowthBeJudged) {
+  for (const bool fault : {false, true}) {
+    test::TempDir dir;
+    for (const char* side : {"r", "t"}) {
+      const bool target = side[0] == 't';
+      test::DumpSpec spec = statistics_dump();
+      if (target) spec.statistics_dtype = DType::Float16;
+      const double rounded = target ? 2e-4 : 0;  // below float16's half epsilon, 4.9e-4
+      const double normalized = !target ? 0 : fault ? 5e-2 : 3e-4;
+      const std::vector<float> x = ramp(64, 0);
+      test::write_dump(dir / side, 0, 0,
+                       {{"linear", "Default/net-Net/fc-Linear/linear-op0", {x, scaled_ramp(64, rounded)},
+                         {scaled_ramp(64, rounded)}, {1, 2}, {3}},
+                        {"layer_norm", "Default/net-Net/norm-LayerNorm/layer_norm-op0", {scaled_ramp(64, rounded)},
+                         {scaled_ramp(64, normalized)}, {3}, {4}}},
+                       spec);
+      test::write_text(dir / (std::string(side) + "/rank_0/execution_order/tensor_names.csv"),
+                       "Tensor,Name\n2,parameter net.fc.weight\n");
+    }
+    const CompareResult r = test::compare_pair(dir);
+    EXPECT_EQ(r.first_divergence.found, fault) << r.first_divergence.op.op_name << ": " << r.first_divergence.cause;
+    if (fault) EXPECT_EQ(r.first_divergence.op.op_type, "layer_norm");
+  }
+}
+
 // Amid bfloat16 rounding, a buffer batch_norm updates in place (its schema does not say so) agrees where
 // the forward op reads it and differs where its backward does: it changed since, by an op that does not
 // show it, and carries the differences before it. With nothing differing before, it is still the origin.

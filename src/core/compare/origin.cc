@@ -614,13 +614,15 @@ class OriginFinder {
   }
 
   // Whether a parameter or buffer (a named input) differs at this op or an earlier one of its rank and
-  // iteration: from there on, activations carry what an earlier step's rounding did to the parameters,
-  // which statistics cannot tell from an op's own error.
+  // iteration beyond its dtypes' rounding: from there on, activations carry what an earlier step's
+  // rounding did to the parameters, which statistics cannot tell from an op's own error. (A parameter
+  // held in a lower precision on one side, and no more apart than that precision's rounding, is the
+  // stack's own rounding: input_error counts it as that precision's floor.)
   bool parameters_differ_by(const Op& op) {
     named_differences_.build(target_.ops, [&](const Op& o) {
       if (!o.exec) return false;
       for (const auto& [slot, r] : o.input_rows)
-        if (rows_[r].failed() && !input_name(o, slot).empty()) return true;
+        if (differs(rows_[r]) && !input_name(o, slot).empty()) return true;
       return false;
     });
     return named_differences_.at_or_before(op);
