@@ -7,7 +7,8 @@ replay's speed against the training step's own time, measured in the same run.
 Faults are CPU kernels overridden through torch.library inside the training process only (the replay
 process runs PyTorch's own; TRAIN's fault argument takes several, comma-separated; tests/python/test_replay.py
 trains with it too): a sigmoid 0.2% too large, and an in-place one; a float32 tanh computed in bfloat16; a conv2d
-whose first output channel is 0.5% too large (also under bfloat16 autocast). Models: an MLP block (linear, layer_norm, gelu, tanh,
+whose first output channel is 0.5% too large (also under bfloat16 autocast); a gelu under bfloat16 autocast, a
+log_softmax and a matrix product (only a linear layer's backward calls it), each 0.3% too large. Models: an MLP block (linear, layer_norm, gelu, tanh,
 sigmoid, softmax), a small CNN (conv2d, batch_norm, relu, max_pool2d, linear) and a sequence model (embedding, gru, a
 transformer encoder layer built with dropout=0.0), each trained two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
@@ -47,6 +48,13 @@ if "maximum_out" in faults:  # what Adam's amsgrad calls, out= its own buffer
     lib.impl("maximum.out", lambda a, b, *, out: out.copy_(torch.ops.aten.maximum.default(a, b) * 1.01), "CPU")
 if "addcmul_inplace" in faults:  # what Adam's _foreach_addcmul_ calls per tensor on the CPU
     lib.impl("addcmul_", lambda x, t1, t2, value=1: x.add_(t1 * t2 * value * 1.01), "CPU")
+if "gelu" in faults:  # written out (erf), 0.3% too large
+    lib.impl("gelu", lambda x, approximate="none": (0.5 * x * (1 + torch.erf(x * 0.7071067811865476))).to(x.dtype) * 1.003,
+             "CPU")
+if "log_softmax" in faults:
+    lib.impl("_log_softmax", lambda x, dim, half: (x - torch.logsumexp(x, dim, keepdim=True)) * 1.003, "CPU")
+if "mm" in faults:  # a linear layer's gradients (its forward calls addmm): backward alone is faulty
+    lib.impl("mm", lambda a, b: torch.bmm(a.unsqueeze(0), b.unsqueeze(0)).squeeze(0) * 1.003, "CPU")
 if "conv_channel" in faults:
     def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
         y = torch.ops.aten.convolution(x, w, b, stride, padding, dilation, False, [0, 0], groups)
@@ -149,6 +157,11 @@ SCENARIOS = {
     "cnn_sigmoid_absent": ("cnn", "sigmoid", [], set()),  # a faulty kernel the model never calls
     # under bfloat16 autocast the convolution runs in bfloat16, whose norm bounds are wider than the fault
     "cnn_conv_channel_bf16": ("cnn", "conv_channel", ["--bf16"], {"conv2d"}),
+    # a gelu 0.3% off under bfloat16 autocast (its input the linear layer's bfloat16 output), a log_softmax 0.3% off
+    # after a gru and a transformer layer, and a matrix product 0.3% off that only a linear layer's backward calls
+    "mlp_gelu_bf16": ("mlp", "gelu", ["--bf16"], {"gelu"}),
+    "seq_log_softmax": ("seq", "log_softmax", [], {"log_softmax"}),
+    "mlp_mm_backward": ("mlp", "mm", [], {"mm"}),
     "mlp_fp32": ("mlp", "none", [], set()),
     "mlp_bf16_autocast": ("mlp", "none", ["--bf16"], set()),
     "mlp_dropout": ("mlp", "none", ["--dropout"], set()),

@@ -81,6 +81,18 @@ def test_planted_faulty_kernels_found_and_nothing_else(tmp_path):
                            "--fail-on", "error"], timeout=600).returncode == 3
 
 
+def test_a_faulty_kernel_only_backward_calls_is_found_in_backward_alone(tmp_path):
+    """A matrix product 0.3% too large: the MLP's linear layers call addmm in forward and mm only for their
+    gradients. The replay flags those gradient products and nothing in forward."""
+    replay, out = dump_and_replay(tmp_path, faults="mm")
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    flagged = {(r["OpType"], r["OpName"]) for r in rows if r["Result"] in ("error", "warning")}
+    assert flagged and {op for op, _ in flagged} == {"mm"}, flagged
+    assert all(name.startswith("Gradients/") for _, name in flagged), flagged
+    assert summary["first_error"]["op_type"] == "mm", summary["first_error"]
+
+
 def test_bf16_autocast_and_dropout_replay_clean(tmp_path):
     replay, out = dump_and_replay(tmp_path, "--bf16", "--dropout")
     assert replay.returncode == 0, replay.stderr
