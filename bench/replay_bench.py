@@ -9,8 +9,9 @@ process runs PyTorch's own; TRAIN's fault argument takes several, comma-separate
 trains with it too): a sigmoid 0.2% too large, and an in-place one; a float32 tanh computed in bfloat16; a conv2d
 whose first output channel is 0.5% too large (also under bfloat16 autocast); a gelu under bfloat16 autocast, a
 log_softmax and a matrix product (only a linear layer's backward calls it), each 0.3% too large. Models: an MLP
-block (linear, layer_norm, gelu, tanh, sigmoid, softmax), a small CNN (conv2d, batch_norm, relu, max_pool2d, linear) and a sequence model (embedding, gru, a
-transformer encoder layer built with dropout=0.0), each trained two steps,
+block (linear, layer_norm, gelu, tanh, sigmoid, softmax), a small CNN (conv2d, batch_norm, relu, max_pool2d,
+linear) and a sequence model (embedding, gru, a transformer encoder layer built with dropout=0.0), each trained
+two steps,
 iteration 1 dumped (tensors, save_kernel_args, forward and backward); and msprobe's tensor dump of
 resnet18's forward (its Python API calls; a linear kernel 0.2% too large); an LSTM, whose backward makes many ops of
 one name. Prints one line per scenario
