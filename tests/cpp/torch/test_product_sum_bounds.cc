@@ -58,22 +58,33 @@ TEST(ProductSumBounds, CoverEveryConvolutionOutputAndGradient) {
     const at::Tensor b = at::full({c.out}, 0.5f);
     const std::vector<int64_t> stride(2, c.stride), padding(2, c.padding), dilation(2, c.dilation), none(2, 0);
     const at::Tensor y = at::convolution(x, w, b, stride, padding, dilation, c.transposed, none, c.groups);
+    // The largest elements come from the same op in float64, not from the float32 run: on a CI machine torch
+    // 2.6's float32 convolution_backward once gave NaN in grad_input (not reproduced here in 160 runs), and the
+    // bound depends only on the float32 operands' bounds and shapes. Every element here is a small integer
+    // times a power of two, so float64 gives the float32 sums exactly.
+    const at::Tensor x64 = x.to(at::kDouble), w64 = w.to(at::kDouble), b64 = b.to(at::kDouble);
+    const double y_max =
+        max_abs(at::convolution(x64, w64, b64, stride, padding, dilation, c.transposed, none, c.groups));
     const std::vector<c10::IValue> args{x, w, b, stride, padding, dilation, c.transposed, none, c.groups};
     const double bound = bound_of_output("convolution", args, y);
-    EXPECT_GE(bound, max_abs(y));
+    EXPECT_GE(bound, y_max);
     EXPECT_LT(bound, kInf);
-    if (c.stride == 1 && !c.transposed) EXPECT_LE(bound, max_abs(y) * 1.02);  // an interior element sums them all
+    if (c.stride == 1 && !c.transposed) EXPECT_LE(bound, y_max * 1.02);  // an interior element sums them all
 
     const at::Tensor g = at::full_like(y, -0.25f);
     const auto grads = at::convolution_backward(g, x, w, std::vector<int64_t>{c.out}, stride, padding, dilation,
                                                 c.transposed, none, c.groups, {true, true, true});
+    const auto grads64 = at::convolution_backward(g.to(at::kDouble), x64, w64, std::vector<int64_t>{c.out}, stride,
+                                                  padding, dilation, c.transposed, none, c.groups, {true, true, true});
     const std::vector<c10::IValue> bargs{g, x, w, std::vector<int64_t>{c.out}, stride, padding, dilation,
                                          c.transposed, none, c.groups, std::vector<bool>{true, true, true}};
     const at::Tensor outs[3] = {std::get<0>(grads), std::get<1>(grads), std::get<2>(grads)};
+    const double out_max[3] = {max_abs(std::get<0>(grads64)), max_abs(std::get<1>(grads64)),
+                               max_abs(std::get<2>(grads64))};
     for (size_t i = 0; i < 3; ++i) {
       SCOPED_TRACE(i == 0 ? "grad_input" : i == 1 ? "grad_weight" : "grad_bias");
       const double gb = bound_of_output("convolution_backward", bargs, outs[i], i);
-      EXPECT_GE(gb, max_abs(outs[i]));
+      EXPECT_GE(gb, out_max[i]);
       EXPECT_LT(gb, kInf);
     }
   }
