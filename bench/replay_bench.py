@@ -73,12 +73,14 @@ class Mlp(torch.nn.Module):
         h = self.drop(torch.tanh(self.fc2(h)).float() * torch.sigmoid(h))
         return torch.log_softmax(self.fc3(h).float(), dim=-1)
 class Cnn(torch.nn.Module):
+    # --channels24: conv2 gives 24 channels, not a multiple of oneDNN's channel block (8 or 16)
     def __init__(self):
         super().__init__()
+        c = 24 if "--channels24" in flags else 32
         self.conv1, self.bn1 = torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16)
-        self.conv2, self.bn2 = torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32)
+        self.conv2, self.bn2 = torch.nn.Conv2d(16, c, 3, padding=1), torch.nn.BatchNorm2d(c)
         self.drop = torch.nn.Dropout(0.1) if "--dropout" in flags else torch.nn.Identity()
-        self.fc = torch.nn.Linear(32 * 8 * 8, 10)
+        self.fc = torch.nn.Linear(c * 8 * 8, 10)
     def forward(self, x):
         x = torch.nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2)
         x = torch.nn.functional.max_pool2d(torch.relu(self.bn2(self.conv2(x))), 2)

@@ -17,6 +17,7 @@
 #include "arguments.h"
 #include "float64_reference.h"
 #include "op_call.h"
+#include "unwritten_memory.h"
 #include "format/dump_files.h"
 #include "format/placeholders_csv.h"
 #include "msprobe_arguments.h"
@@ -289,17 +290,31 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
     if (dtypes[slot] != at::ScalarType::Undefined && dtypes[slot] != t.scalar_type()) t = t.to(dtypes[slot]);
     inputs.push_back(std::move(t));
   }
-  std::vector<at::Tensor> as_ran, exact, perturbed;
+  std::vector<at::Tensor> as_ran, on_junk, exact, perturbed;
   std::string why;
   try {
     try {
-      auto ran = run_on_copies(*handle, spec, inputs, autocast, &why);
+      std::optional<std::vector<at::Tensor>> ran;
+      {
+        NewMemoryFill zeros(NewMemoryFill::With::Zeros);
+        ran = run_on_copies(*handle, spec, inputs, autocast, &why);
+      }
       if (!ran) return why;
       as_ran = std::move(*ran);
     } catch (const std::exception&) {
       // This PyTorch has no CPU kernel at these dtypes (float16 in 1.13): float outputs are still
       // judged against the float64 run, at the dtype the dump holds them in.
       as_ran.clear();
+    }
+    // Again on new memory filled with NaN junk: a kernel that reads memory it never wrote shows it
+    // (unwritten_memory.h). Not the ops whose output is such memory by design (empty, resize_).
+    if (!as_ran.empty() && !op_kinds::leaves_memory_unwritten(op.op_type)) {
+      try {
+        NewMemoryFill junk(NewMemoryFill::With::Junk);
+        on_junk = run_on_copies(*handle, spec, inputs, autocast, &why).value_or(on_junk);
+      } catch (const std::exception&) {
+        on_junk.clear();
+      }
     }
     std::vector<at::Tensor> wide, moved;
     // The same in float64 on inputs moved by their own dtype's rounding: how far rounding alone
@@ -415,6 +430,16 @@ std::string replay_op(const ReplayOp& op, const json& spec, const std::vector<at
         row.judgement = standard.judge(dumped, reference, dtype, slot < perturbed.size() ? perturbed[slot] : at::Tensor(),
                                        at::Tensor(), as_ran[slot], autocast);
     }
+    if (ran && slot < on_junk.size())
+      if (const int64_t unwritten = unwritten_elements(as_ran[slot], on_junk[slot])) {
+        const std::string judged = row.judgement.result == Result::Pass ? "" : "; as dumped: " + row.judgement.reason;
+        row.judgement.result = Result::Error;
+        row.judgement.reason = "reads memory it never wrote: " + std::to_string(unwritten) + " of " +
+                               std::to_string(as_ran[slot].numel()) +
+                               " elements are finite when PyTorch's allocator fills new memory with zeros and NaN "
+                               "when it fills it with junk, so the values depend on what freed memory held" +
+                               judged;
+      }
     rows.push_back(std::move(row));
   }
   return "";

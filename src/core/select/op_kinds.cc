@@ -1,5 +1,6 @@
 #include "select/op_kinds.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
@@ -69,6 +70,11 @@ const std::vector<std::string>& overflow_ignored_by_default() {
   static const std::vector<std::string> ops = {"empty",     "empty_like", "empty_strided", "new_empty",
                                                "new_empty_strided", "_empty_affine_quantized", "resize_", "set_"};
   return ops;
+}
+
+bool leaves_memory_unwritten(std::string_view op_type) {
+  const auto& ops = overflow_ignored_by_default();
+  return std::find(ops.begin(), ops.end(), op_type) != ops.end();
 }
 
 }  // namespace opdump::op_kinds

@@ -27,8 +27,10 @@ OPDUMP_ADAPTER_API bool draws_random(std::string_view op_type);
 // It normalizes its input by the input's own statistics (layer, group, instance and RMS norms): its
 // output's size is set by the normalization and its affine parameters, whatever error its input carries.
 bool normalizes(std::string_view op_type);
-// Ops the overflow scene ignores unless the config names its own list: their outputs are memory
-// nothing wrote yet, whose bit patterns may read as NaN/Inf.
+// Ops whose output is memory nothing wrote yet (empty, new_empty, resize_, set_): its bit patterns
+// are whatever the memory held, and may read as NaN/Inf.
+OPDUMP_ADAPTER_API bool leaves_memory_unwritten(std::string_view op_type);
+// Ops the overflow scene ignores unless the config names its own list: those that leave memory unwritten.
 const std::vector<std::string>& overflow_ignored_by_default();
 
 }  // namespace opdump::op_kinds
