@@ -85,15 +85,17 @@ class Recurrent(nn.Module):
 
 
 class ConvMix(nn.Module):
-    """Convolutions with batch and instance norms, hardswish, leaky ReLU, ELU, reflection padding, max pooling."""
+    """Convolutions with batch and instance norms, hardswish, leaky ReLU, ELU, reflection padding, max pooling.
+    c2 gives 32 channels: with 24, Debian's PyTorch 2.6 computes c2's input gradient wrong (by a third, or NaN
+    from memory it never wrote; oneDNN's channel block is 16), and a control on 2.6 would hold a real fault."""
 
     def __init__(self):
         super().__init__()
         self.c1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
         self.bn = nn.BatchNorm2d(16)
-        self.c2 = nn.Conv2d(16, 24, 3, padding=1)
-        self.inorm = nn.InstanceNorm2d(24, affine=True)
-        self.fc = nn.Linear(48, 10)
+        self.c2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(32, affine=True)
+        self.fc = nn.Linear(64, 10)
 
     def forward(self, x):
         h = F.max_pool2d(F.hardswish(self.bn(self.c1(x))), 2)
