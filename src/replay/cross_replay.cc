@@ -26,8 +26,9 @@ CrossReplay make_cross_replay(CrossReplayCount& count) {
     std::vector<at::ScalarType> dtypes = recorded_dtypes(recorded ? own : spec);
     if (!recorded) dtypes.assign(dtypes.size(), at::ScalarType::Undefined);
     std::vector<ReplayRow> rows;
-    const std::string why = replay_op(op, spec, dtypes, recorded ? autocast_of(own) : at::ScalarType::Undefined,
-                                      Standard::builtin(), ReplayRow(), rows);
+    const OpReplayed replayed = replay_op(op, spec, dtypes, recorded ? autocast_of(own) : at::ScalarType::Undefined,
+                                          Standard::builtin(), ReplayRow(), rows, KernelOwner::AnotherStack);
+    if (replayed.own_kernel_set_aside) count.own_kernel_set_aside.insert(op.op_type);
     bool judged = false;
     CrossCheck check;
     for (const ReplayRow& row : rows) {
@@ -43,7 +44,7 @@ CrossReplay make_cross_replay(CrossReplayCount& count) {
       check.detail += (check.detail.empty() ? "" : "; ") + row.tensor_index + " " + row.judgement.reason + " (" +
                       row.judgement.standard + ")";
     }
-    if (!why.empty() || !judged) {
+    if (!replayed.why_not.empty() || !judged) {
       ++count.could_not;
       return std::nullopt;
     }

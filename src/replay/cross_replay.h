@@ -2,6 +2,9 @@
 // recorded arguments on the target's dumped inputs, in float64, and the target's outputs judged
 // against it by the replay's precision standard (docs/compare.md, "Across stacks").
 #pragma once
+#include <set>
+#include <string>
+
 #include "compare/compare.h"
 
 namespace opdump::replay {
@@ -9,6 +12,8 @@ namespace opdump::replay {
 // Counts how many ops it re-ran, for the compare's notes.
 struct CrossReplayCount {
   size_t ran = 0, could_not = 0;
+  // Op types whose kernel in this PyTorch read memory it never wrote: judged against float64 alone.
+  std::set<std::string> own_kernel_set_aside;
 };
 
 // The callback compare_dumps takes; `count` (outliving it) is updated as it runs.

@@ -52,12 +52,24 @@ struct ReplayOp {
   std::map<uint32_t, const DumpEntry*> inputs, outputs;
 };
 
+// Whose kernel this PyTorch runs when it re-runs an op "as it ran": the dump's own (`opdump replay`, on the
+// stack that made the dump), or one beside another stack's dump (compare's cross-replay).
+enum class KernelOwner { TheDump, AnotherStack };
+
+struct OpReplayed {
+  OpReplayed(std::string why = {}) : why_not(std::move(why)) {}  // (implicit: `return why;` in the engine)
+  std::string why_not;  // "" when it ran
+  // (AnotherStack) This PyTorch's kernel read memory it never wrote: its run was set aside and the dumped
+  // outputs judged against float64 alone. (TheDump: the outputs it read are errors of the op's own.)
+  bool own_kernel_set_aside = false;
+};
+
 // Re-runs `op` as `spec` (an args file) says, from its dumped inputs at `dtypes` (by slot) and under
 // CPU `autocast` (Undefined: off), and in float64; appends one row per dumped output (from `base`)
-// judged by `standard`. Returns "" when it ran, or why it could not.
-std::string replay_op(const ReplayOp& op, const nlohmann::json& spec, const std::vector<at::ScalarType>& dtypes,
-                      at::ScalarType autocast, const Standard& standard, const ReplayRow& base,
-                      std::vector<ReplayRow>& rows);
+// judged by `standard`.
+OpReplayed replay_op(const ReplayOp& op, const nlohmann::json& spec, const std::vector<at::ScalarType>& dtypes,
+                     at::ScalarType autocast, const Standard& standard, const ReplayRow& base,
+                     std::vector<ReplayRow>& rows, KernelOwner owner = KernelOwner::TheDump);
 
 // Throws opdump::Error for a path that is not a dump, or a dump without tensors.
 ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options);

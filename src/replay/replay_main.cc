@@ -25,9 +25,16 @@ int compare(int argc, char** argv) {
   cli::CompareExtras extras;
   extras.cross_replay = opdump::replay::make_cross_replay(count);
   extras.note = [&count] {
-    return "cross-replay: re-ran " + std::to_string(count.ran) +
-           " ops whose inputs already differ, the reference's op on the target's inputs in float64 (" +
-           std::to_string(count.could_not) + " could not be re-run and were judged by their error's growth)";
+    std::string note = "cross-replay: re-ran " + std::to_string(count.ran) +
+                       " ops whose inputs already differ, the reference's op on the target's inputs in float64 (" +
+                       std::to_string(count.could_not) + " could not be re-run and were judged by their error's growth)";
+    if (!count.own_kernel_set_aside.empty()) {
+      note += "; this PyTorch's kernel of ";
+      for (const std::string& type : count.own_kernel_set_aside)
+        note += (type == *count.own_kernel_set_aside.begin() ? "" : ", ") + type;
+      note += " reads memory it never wrote, so the target's outputs of those ops were judged against float64 alone";
+    }
+    return note;
   };
   cli::add_compare_command(app, &exit_code, extras);
   try {

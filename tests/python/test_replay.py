@@ -30,16 +30,22 @@ def replay_dump(dump, tmp_path, env=None):
     return replay, out
 
 
-def dump_and_replay(tmp_path, *flags, save_args=True, saved_data="tensor", model="mlp", faults=None, **opdump):
+def dump(tmp_path, *flags, save_args=True, saved_data="tensor", model="mlp", faults=None, iteration="1", **opdump):
+    """The replay bench's training step dumped into tmp_path/d (its config tmp_path/c.json)."""
     tmp_path.mkdir(exist_ok=True)
-    cfg = ms_config(tmp_path / "d", iteration="1", saved_data=saved_data, e2e={"save_kernel_args": save_args}, **opdump)
+    cfg = ms_config(tmp_path / "d", iteration=iteration, saved_data=saved_data, e2e={"save_kernel_args": save_args},
+                    **opdump)
     (tmp_path / "c.json").write_text(json.dumps(cfg))
     faults = faults or ("sigmoid,tanh_bf16" if "--faulty" in flags else "none")
     flags = [f for f in flags if f != "--faulty"]
     proc = subprocess.run([PYTHON, "-c", TRAIN, str(tmp_path / "c.json"), str(BUILD / "python"), model, faults, *flags],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    return replay_dump(tmp_path / "d", tmp_path)
+    return tmp_path / "d"
+
+
+def dump_and_replay(tmp_path, *flags, **options):
+    return replay_dump(dump(tmp_path, *flags, **options), tmp_path)
 
 
 def results(out):
@@ -113,6 +119,33 @@ def test_a_kernel_that_reads_memory_it_never_wrote_is_named_for_it(tmp_path):
     assert reason.startswith(f"reads memory it never wrote: {elements} of {elements} elements are finite"), reason
     assert "as dumped" not in reason, reason  # the dumped values pass the standard
     assert summary["first_error"]["op_type"] == "sigmoid", summary["first_error"]
+
+
+def test_a_kernel_of_the_comparing_pytorch_that_reads_memory_it_never_wrote_blames_no_op(tmp_path):
+    """Compare's cross-replay runs the reference's op on this machine beside another stack's dump. Where this
+    PyTorch's kernel reads memory it never wrote (the faulty sigmoid, preloaded), that says nothing of the dumps:
+    an fp32 run against a bf16-autocast one (no fault) stays clean, and a sigmoid planted 0.2% off in the fp32
+    run is still named, for its values, each judged against float64 alone and said so in the notes."""
+    env = {**os.environ, "LD_PRELOAD": str(BUILD / "tests" / "libopdump_unwritten_sigmoid.so")}
+    fp32 = dump(tmp_path / "fp32", iteration="0")
+    bf16 = dump(tmp_path / "bf16", "--bf16", iteration="0")
+    faulty = dump(tmp_path / "faulty", faults="sigmoid", iteration="0")
+
+    def compare(target, reference, out):
+        proc = subprocess.run([str(BUILD / "opdump"), "compare", str(target), str(reference), "-o", str(out), "-q"],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert proc.returncode in (0, 1), proc.stderr
+        return json.loads((out / "compare_summary.json").read_text())
+
+    aside = ("this PyTorch's kernel of sigmoid reads memory it never wrote, so the target's outputs of those ops "
+             "were judged against float64 alone")
+    clean = compare(bf16, fp32, tmp_path / "clean")
+    assert clean["first_divergence"] is None, clean["first_divergence"]
+    assert any(n.startswith("cross-replay: re-ran ") and n.endswith(aside) for n in clean["notes"]), clean["notes"]
+    named = compare(faulty, bf16, tmp_path / "named")["first_divergence"]
+    assert named and (named["op_type"], named["op_name"]) == ("sigmoid", "Default/net-Mlp/sigmoid-op0"), named
+    assert "its output strays: output.0 rel_l2 0.002" in named["cause"], named
+    assert "never wrote" not in named["cause"], named
 
 
 def test_bf16_autocast_and_dropout_replay_clean(tmp_path):
