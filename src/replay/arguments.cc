@@ -252,6 +252,28 @@ std::vector<at::ScalarType> recorded_dtypes(const json& spec) {
   return out;
 }
 
+bool ran_on_the_cpu(const json& spec) {
+  bool recorded = false, elsewhere = false;
+  auto note = [&](bool on_cpu) {
+    recorded = true;
+    elsewhere = elsewhere || !on_cpu;
+  };
+  std::function<void(const json&)> walk = [&](const json& v) {
+    if (v.is_object()) {
+      if (v.contains("device_type") && v["device_type"].is_number_integer())
+        note(v["device_type"].get<int64_t>() == static_cast<int64_t>(c10::DeviceType::CPU));
+      if (v.contains("device") && v["device"].is_string()) note(v["device"].get<std::string>() == "cpu");
+      if (v.contains("layouts")) walk(v["layouts"]);
+    } else if (v.is_array()) {
+      for (const auto& e : v) walk(e);
+    }
+  };
+  if (spec.contains("arguments") && spec["arguments"].is_array())
+    for (const auto& a : spec["arguments"])
+      if (a.contains("value")) walk(a["value"]);
+  return recorded && !elsewhere;
+}
+
 at::ScalarType autocast_of(const json& spec) {
   auto it = spec.find("autocast_cpu");
   return it == spec.end() ? at::ScalarType::Undefined : scalar_type_named(*it);

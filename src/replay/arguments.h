@@ -37,4 +37,9 @@ std::vector<at::ScalarType> recorded_dtypes(const nlohmann::json& spec);
 // The CPU autocast dtype the args file recorded (Undefined: off, or not recorded).
 at::ScalarType autocast_of(const nlohmann::json& spec);
 
+// Whether the op ran on the CPU, as the replay runs it: every device its arguments record (each tensor's
+// "device_type", a device argument) is the CPU, and at least one is recorded. False where one is another
+// device, or where none is recorded (msprobe's dump.json, args files from before opdump recorded it).
+bool ran_on_the_cpu(const nlohmann::json& spec);
+
 }  // namespace opdump::replay

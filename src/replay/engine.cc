@@ -237,8 +237,16 @@ class Replayer {
     else if (op_kinds::draws_random(op.op_type) && !draws_nothing(*spec)) why = "its result is drawn from the random number generator";
     else if (op.outputs.empty()) why = "no output dumped";
     if (why.empty()) {
-      why = replay_op(op, *spec, recorded_dtypes(*spec), autocast_of(*spec), standard_, base, result_.rows).why_not;
+      // The replay runs CPU kernels: they are the dump's own only where the op ran on the CPU.
+      const bool on_cpu = ran_on_the_cpu(*spec);
+      const OpReplayed replayed = replay_op(op, *spec, recorded_dtypes(*spec), autocast_of(*spec), standard_, base,
+                                            result_.rows, on_cpu ? KernelOwner::TheDump : KernelOwner::AnotherStack);
+      why = replayed.why_not;
       if (why.empty()) ++result_.ops_replayed;
+      if (replayed.own_kernel_set_aside && kernels_set_aside_.insert(op.op_type).second)
+        result_.warnings.push_back("this PyTorch's CPU kernel of " + op.op_type +
+                                   " reads memory it never wrote; the op did not run on the CPU (or its args file does "
+                                   "not say where it ran), so its dumped outputs were judged against float64 alone");
     }
     if (!why.empty()) skip(base, why);
   }
@@ -254,6 +262,7 @@ class Replayer {
 
   ReplayResult& result_;
   const Standard& standard_;
+  std::set<std::string> kernels_set_aside_;  // op types warned about
 };
 
 }  // namespace

@@ -121,6 +121,34 @@ def test_a_kernel_that_reads_memory_it_never_wrote_is_named_for_it(tmp_path):
     assert summary["first_error"]["op_type"] == "sigmoid", summary["first_error"]
 
 
+def test_a_cpu_kernel_reading_unwritten_memory_is_not_blamed_on_an_op_that_ran_elsewhere(tmp_path):
+    """The replay runs CPU kernels. Where the args file says the op ran on another device (here sigmoid's, its
+    tensors' device_type rewritten to CUDA's), the CPU kernel is not the one that made the dump: the faulty sigmoid,
+    preloaded, reading unwritten memory is a warning about this machine, and the dumped values pass."""
+    d = dump(tmp_path)
+    args = [f for f in d.rglob("sigmoid.*.json")]
+    assert len(args) == 1, args
+    spec = json.loads(args[0].read_text())
+    moved = 0
+    for a in spec["arguments"]:
+        if isinstance(a.get("value"), dict) and "device_type" in a["value"]:
+            a["value"]["device_type"] = 1  # c10::DeviceType::CUDA
+            moved += 1
+    assert moved == 1, spec
+    args[0].write_text(json.dumps(spec))
+    env = {**os.environ, "LD_PRELOAD": str(BUILD / "tests" / "libopdump_unwritten_sigmoid.so")}
+    replay, out = replay_dump(d, tmp_path, env=env)
+    assert replay.returncode == 0, replay.stderr
+    rows, summary = results(out)
+    assert summary["rows"]["error"] == summary["rows"]["warning"] == 0, [r for r in rows if r["Result"] != "pass"]
+    sigmoid = [r for r in rows if r["OpType"] == "sigmoid"]
+    assert [r["Result"] for r in sigmoid] == ["pass"], sigmoid
+    warning = ("this PyTorch's CPU kernel of sigmoid reads memory it never wrote; the op did not run on the CPU (or its "
+               "args file does not say where it ran), so its dumped outputs were judged against float64 alone")
+    assert summary["warnings"] == [warning], summary["warnings"]
+    assert "opdump: warning: " + warning in replay.stderr
+
+
 def test_a_kernel_of_the_comparing_pytorch_that_reads_memory_it_never_wrote_blames_no_op(tmp_path):
     """Compare's cross-replay runs the reference's op on this machine beside another stack's dump. Where this
     PyTorch's kernel reads memory it never wrote (the faulty sigmoid, preloaded), that says nothing of the dumps:
