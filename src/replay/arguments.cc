@@ -228,6 +228,23 @@ at::ScalarType scalar_type_named(const json& name) {
   return at::ScalarType::Undefined;
 }
 
+namespace {
+
+// Calls `visit` on each object in the args file's argument values, through lists and the objects' own
+// members (a tensor list's "layouts"), in order.
+void for_each_argument_object(const json& spec, const std::function<void(const json&)>& visit) {
+  std::function<void(const json&)> walk = [&](const json& v) {
+    if (v.is_object()) visit(v);
+    if (v.is_structured())
+      for (const auto& e : v) walk(e);
+  };
+  if (spec.contains("arguments") && spec["arguments"].is_array())
+    for (const auto& a : spec["arguments"])
+      if (a.contains("value")) walk(a["value"]);
+}
+
+}  // namespace
+
 std::vector<at::ScalarType> recorded_dtypes(const json& spec) {
   std::vector<at::ScalarType> out;
   auto put = [&](const json& slot, const json& dtype) {
@@ -236,19 +253,12 @@ std::vector<at::ScalarType> recorded_dtypes(const json& spec) {
     if (out.size() <= at) out.resize(at + 1, at::ScalarType::Undefined);
     out[at] = scalar_type_named(dtype);
   };
-  std::function<void(const json&)> walk = [&](const json& v) {
-    if (v.is_object()) {
-      if (v.contains("tensor")) put(v["tensor"], v.contains("dtype") ? v["dtype"] : json());
-      if (v.contains("tensors") && v["tensors"].is_array())
-        for (size_t i = 0; i < v["tensors"].size(); ++i)
-          put(v["tensors"][i], v.contains("dtypes") && i < v["dtypes"].size() ? v["dtypes"][i] : json());
-    } else if (v.is_array()) {
-      for (const auto& e : v) walk(e);
-    }
-  };
-  if (spec.contains("arguments") && spec["arguments"].is_array())
-    for (const auto& a : spec["arguments"])
-      if (a.contains("value")) walk(a["value"]);
+  for_each_argument_object(spec, [&](const json& v) {
+    if (v.contains("tensor")) put(v["tensor"], v.contains("dtype") ? v["dtype"] : json());
+    if (v.contains("tensors") && v["tensors"].is_array())
+      for (size_t i = 0; i < v["tensors"].size(); ++i)
+        put(v["tensors"][i], v.contains("dtypes") && i < v["dtypes"].size() ? v["dtypes"][i] : json());
+  });
   return out;
 }
 
@@ -258,19 +268,11 @@ bool ran_on_the_cpu(const json& spec) {
     recorded = true;
     elsewhere = elsewhere || !on_cpu;
   };
-  std::function<void(const json&)> walk = [&](const json& v) {
-    if (v.is_object()) {
-      if (v.contains("device_type") && v["device_type"].is_number_integer())
-        note(v["device_type"].get<int64_t>() == static_cast<int64_t>(c10::DeviceType::CPU));
-      if (v.contains("device") && v["device"].is_string()) note(v["device"].get<std::string>() == "cpu");
-      if (v.contains("layouts")) walk(v["layouts"]);
-    } else if (v.is_array()) {
-      for (const auto& e : v) walk(e);
-    }
-  };
-  if (spec.contains("arguments") && spec["arguments"].is_array())
-    for (const auto& a : spec["arguments"])
-      if (a.contains("value")) walk(a["value"]);
+  for_each_argument_object(spec, [&](const json& v) {
+    if (v.contains("device_type") && v["device_type"].is_number_integer())
+      note(v["device_type"].get<int64_t>() == static_cast<int64_t>(c10::DeviceType::CPU));
+    if (v.contains("device") && v["device"].is_string()) note(v["device"].get<std::string>() == "cpu");
+  });
   return recorded && !elsewhere;
 }
 

@@ -69,7 +69,7 @@ struct OpReplayed {
 // judged by `standard`.
 OpReplayed replay_op(const ReplayOp& op, const nlohmann::json& spec, const std::vector<at::ScalarType>& dtypes,
                      at::ScalarType autocast, const Standard& standard, const ReplayRow& base,
-                     std::vector<ReplayRow>& rows, KernelOwner owner = KernelOwner::TheDump);
+                     std::vector<ReplayRow>& rows, KernelOwner owner);
 
 // Throws opdump::Error for a path that is not a dump, or a dump without tensors.
 ReplayResult replay_dump(const std::string& dump, const ReplayOptions& options);
