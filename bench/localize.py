@@ -276,6 +276,10 @@ SCENARIOS.update(model_scenarios("convmix", "convmix (instance norm, hardswish, 
     ("fp16", "inorm_weight", "the instance norm's weight of channel 2 x1.03",
      "Default/net-ConvMix/inorm-InstanceNorm2d/instance_norm-op0", "tensor"),
     ("nomkldnn", "fc_row", "row 4 of the head's weights x1.02", "Default/net-ConvMix/fc-Linear/linear-op0",
+     "statistic"),
+    # From statistics the slope moves only the output's min: leaky ReLU keeps its input's extremes (mapped
+    # by its slope) on each side, whatever bfloat16 did to its input.
+    ("bf16", "slope", "leaky ReLU's negative slope 0.3 instead of 0.05", "Default/net-ConvMix/leaky_relu-op0",
      "statistic"))))
 HOST_TORCH2 = None  # set by main()
 

@@ -96,10 +96,11 @@ class ConvMix(nn.Module):
         self.c2 = nn.Conv2d(16, 32, 3, padding=1)
         self.inorm = nn.InstanceNorm2d(32, affine=True)
         self.fc = nn.Linear(64, 10)
+        self.slope = 0.05  # leaky ReLU's (the fault slope changes it)
 
     def forward(self, x):
         h = F.max_pool2d(F.hardswish(self.bn(self.c1(x))), 2)
-        h = F.leaky_relu(self.inorm(self.c2(F.pad(h, (1, 1, 1, 1), mode="reflect"))), 0.05)
+        h = F.leaky_relu(self.inorm(self.c2(F.pad(h, (1, 1, 1, 1), mode="reflect"))), self.slope)
         h = torch.cat([F.adaptive_max_pool2d(h, 1).flatten(1), F.adaptive_avg_pool2d(F.elu(h), 1).flatten(1)], 1)
         return self.fc(h)
 
@@ -224,6 +225,8 @@ def plant(fault, model):
     elif fault == "fc_row":  # convmix: row 4 of the head's weights x1.02
         with torch.no_grad():
             model.fc.weight[4].mul_(1.02)
+    elif fault == "slope":  # convmix: leaky ReLU's negative slope 0.3 instead of 0.05 (an argument statistics do not record)
+        model.slope = 0.3
     elif fault != "none":
         raise SystemExit(f"unknown fault {fault}")
 

@@ -315,11 +315,11 @@ TEST(ComparePrecision, FromStatisticsNoGrowthIsJudgedOnceAParameterDiffers) {
                      {{"linear", "Default/net-Net/fc-Linear/linear-op0", {x, w}, {ramp(64, target)}, {1, 2}, {3}},
                       {"add_", "add_-op0", {w, ramp(64, target)}, {updated}, {2, 3}, {2}}},
                      statistics_dump());
-    // iteration 1: linear reads the updated weight, relu grows its error 25x
+    // iteration 1: linear reads the updated weight, gelu grows its error 25x
     test::write_dump(dir / side, 0, 1,
                      {{"linear", "Default/net-Net/fc-Linear/linear-op0", {x, updated}, {scaled_ramp(64, moved)},
                        {1, 2}, {5}},
-                      {"relu", "Default/net-Net/relu-ReLU/relu-op0", {scaled_ramp(64, moved)},
+                      {"gelu", "Default/net-Net/gelu-GELU/gelu-op0", {scaled_ramp(64, moved)},
                        {scaled_ramp(64, grown)}, {5}, {6}}},
                      statistics_dump());
     test::write_text(dir / (std::string(side) + "/rank_0/execution_order/tensor_names.csv"),
@@ -461,7 +461,7 @@ TEST(ComparePrecision, FromStatisticsNoGrowthIsJudgedAfterARandomOpDrewOtherwise
 // growth is judged against that floor; but a layer norm's output keeps its size whatever its input
 // hides, so its own change (an eps of 0.1 instead of 1e-5: the norm 4% smaller) is named.
 TEST(ComparePrecision, FromStatisticsANormalizingOpIsJudgedByItsInputsMeasuredError) {
-  for (const char* type : {"layer_norm", "relu"}) {
+  for (const char* type : {"layer_norm", "gelu"}) {
     test::TempDir dir;
     for (const char* side : {"r", "t"}) {
       const bool target = side[0] == 't';
@@ -476,8 +476,76 @@ TEST(ComparePrecision, FromStatisticsANormalizingOpIsJudgedByItsInputsMeasuredEr
     }
     const auto& f = test::compare_pair(dir).first_divergence;
     const bool normalizes = std::string(type) == "layer_norm";
-    EXPECT_EQ(f.found, normalizes) << type << ": " << f.op.op_name << ": " << f.cause;  // relu: within 12x the floor
+    EXPECT_EQ(f.found, normalizes) << type << ": " << f.op.op_name << ": " << f.cause;  // gelu: within 12x the floor
     if (normalizes) EXPECT_EQ(f.op.op_type, "layer_norm") << f.cause;
+  }
+}
+
+// Statistics of a bfloat16 run against float32: an op that selects or averages its input's elements
+// (a pooling) passes the rounding its input's statistics may hide on at most twice, not 12 times, so an
+// average pooling that counts its padding (its output's norm 7% smaller, from inputs whose statistics
+// agree within bfloat16's rounding) is named, where a convolution with the same numbers may have grown
+// that rounding (within 12x the floor: not named).
+TEST(ComparePrecision, FromStatisticsAnOpThatSelectsOrAveragesPassesOnOnlyTwiceTheRoundingItsInputsHide) {
+  for (const char* type : {"avg_pool2d", "conv2d"}) {
+    test::TempDir dir;
+    for (const char* side : {"r", "t"}) {
+      const bool target = side[0] == 't';
+      test::DumpSpec spec = statistics_dump();
+      if (target) spec.statistics_dtype = DType::BFloat16;
+      const std::vector<float> pooled = target ? scaled_ramp(256, -0.07) : ramp(256, 0);
+      test::write_dump(dir / side, 0, 0,
+                       {{"conv2d", "Default/net-Net/c1-Conv2d/conv2d-op0", {ramp(256, 0)}, {ramp(256, 3 * target)}, {1}, {2}},
+                        {type, std::string("Default/net-Net/p-Pool/") + type + "-op0", {ramp(256, 3 * target)}, {pooled}, {2}, {3}},
+                        {"linear", "Default/net-Net/fc-Linear/linear-op0", {pooled}, {pooled}, {3}, {4}}},
+                       spec);
+    }
+    const auto& f = test::compare_pair(dir).first_divergence;
+    const bool selects = std::string(type) == "avg_pool2d";
+    EXPECT_EQ(f.found, selects) << type << ": " << f.op.op_name << ": " << f.cause;
+    if (selects) {
+      EXPECT_EQ(f.op.op_type, "avg_pool2d") << f.cause;
+      EXPECT_NE(f.cause.find("an op that selects or averages elements passes on at most 2x"), std::string::npos)
+          << f.cause;
+    }
+  }
+}
+
+// Statistics of a bfloat16 run against float32: a leaky ReLU keeps its input's extremes, mapped by its
+// slope, on each side. A slope of 0.1 instead of 0.05 moves its output's min by 0.05 and its norm by 0.4%
+// (far within the growth its input's hidden rounding allows): the min names it. A gelu's min is not its
+// input's, so the same numbers there are growth within 12x the floor (not named).
+TEST(ComparePrecision, FromStatisticsAnExtremeAnOpKeepsFromItsInputMovesOnlyAsFarAsTheInputs) {
+  auto signed_ramp = [](bool target) {
+    std::vector<float> v(256);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = -1.0f + 2.0f * static_cast<float>(i) / 256.0f;
+      if (target) v[i] = std::nextafter(std::nextafter(v[i], 2.0f), 2.0f);
+    }
+    return v;
+  };
+  for (const char* type : {"leaky_relu", "gelu"}) {
+    test::TempDir dir;
+    for (const char* side : {"r", "t"}) {
+      const bool target = side[0] == 't';
+      test::DumpSpec spec = statistics_dump();
+      if (target) spec.statistics_dtype = DType::BFloat16;
+      const std::vector<float> in = signed_ramp(target);
+      std::vector<float> out = in;
+      for (float& x : out) x = x < 0 ? x * (target ? 0.1f : 0.05f) : x;
+      test::write_dump(dir / side, 0, 0,
+                       {{"conv2d", "Default/net-Net/c1-Conv2d/conv2d-op0", {ramp(256, 0)}, {in}, {1}, {2}},
+                        {type, std::string("Default/net-Net/") + type + "-op0", {in}, {out}, {2}, {3}},
+                        {"linear", "Default/net-Net/fc-Linear/linear-op0", {out}, {out}, {3}, {4}}},
+                       spec);
+    }
+    const auto& f = test::compare_pair(dir).first_divergence;
+    const bool keeps = std::string(type) == "leaky_relu";
+    EXPECT_EQ(f.found, keeps) << type << ": " << f.op.op_name << ": " << f.cause;
+    if (keeps) {
+      EXPECT_EQ(f.op.op_type, "leaky_relu") << f.cause;
+      EXPECT_NE(f.cause.find("its output's min moved by 0.05"), std::string::npos) << f.cause;
+    }
   }
 }
 

@@ -436,6 +436,13 @@ class OriginFinder {
     // An op whose inputs already differ and that draws random numbers (dropout) differs by its draws
     // where the two sides drew differently (PyTorch 2.x against 1.13 from one seed): no growth of error
     // says anything about it.
+    // From statistics, extremes an op keeps from its input move only as far as the input's did, on each
+    // side exactly, whatever the input carries: none of the excuses of growth below applies to them.
+    if ((carried || in_error > 0) && statistics_only(op))
+      if (const std::string moved = extreme_moved(op); !moved.empty()) {
+        if (one_side) return origin_one_side(one_side->first, one_side->second, c);
+        return origin_output(c, {}, {}, false, {}, in_error, "", moved);
+      }
     if ((carried || in_error > 0) && op_kinds::draws_random(op.op_type)) {
       grown_.insert(c);
       return false;
@@ -471,7 +478,7 @@ class OriginFinder {
   bool origin_output(size_t c, const std::vector<uint32_t>& differing_external,
                      const std::vector<uint32_t>& unknown_external, bool no_inputs_known,
                      const std::vector<uint32_t>& changed_between = {}, double grown_from = -1,
-                     const std::string& replayed = "") {
+                     const std::string& replayed = "", const std::string& extreme = "") {
     const Op& op = target_.ops[c];
     auto& f = result_.first_divergence;
     f.found = true;
@@ -494,10 +501,13 @@ class OriginFinder {
     if (grown_from >= 0 && !replayed.empty())
       f.cause += "; its inputs already differ (relative error " + number(grown_from) +
                  "), but re-run in float64 on them with the reference's arguments, its output strays: " + replayed;
+    else if (grown_from >= 0 && !extreme.empty())
+      f.cause += "; its inputs already differ, but " + extreme;
     else if (grown_from >= 0)
       f.cause += "; its inputs already differ, but its error grows from " + number(grown_from) + " at its inputs to " +
                  number(output_error(op)) + ", more than they and " + std::string(dtype_name(output_precision(op))) +
-                 " rounding explain (" + number(kErrorGrowth) + "x their error + " + number(kPrecisionFloorEps) + " eps)";
+                 " rounding explain (" + number(kErrorGrowth) + "x their error + " + number(kPrecisionFloorEps) + " eps)" +
+                 hidden_rounding_note(op);
     if (!differing_external.empty())
       f.cause += "; " + inputs_text(op, differing_external) + (differing_external.size() > 1 ? " differ" : " differs") +
                  ": no dumped op produced " + (differing_external.size() > 1 ? "them" : "it") +
@@ -576,17 +586,28 @@ class OriginFinder {
     return out;
   }
 
-  // The largest relative error among an op's inputs (0 when none was compared). Statistics (max,
-  // min, mean, norm) hide most of an elementwise rounding error: a statistics row held in two
-  // precisions counts as carrying at least the coarser one's rounding. A norm's relative difference
-  // is about the elementwise error over the square root of the elements when the error is noise, so
-  // an input larger than the op's output (a linear layer's 512 features to 10 classes, a pooling)
-  // shows a smaller part of its error than the output does: it counts that many times more, as the
-  // output would see it.
-  double input_error(const Op& op) const {
-    double e = 0;
+  // The relative error an op's inputs carry: what their rows measured, and, from statistics, the rounding
+  // they may hide.
+  struct InputError {
+    double measured = 0;  // the largest relative error among the inputs' rows (0 when none was compared)
+    double hidden = 0;    // the part of a coarser dtype's rounding that statistics may hide, as this op passes it on
+    double largest() const { return std::max(measured, hidden); }
+  };
+
+  // Statistics (max, min, mean, norm) hide most of an elementwise rounding error: a statistics row held
+  // in two precisions counts as carrying at least the coarser one's rounding (its norm bounds the error
+  // from below), except where the op normalizes: its output's size cannot grow with what the input
+  // hides. An op that selects or averages its input's elements passes that rounding on at most
+  // kHiddenErrorPassedOn times, not kErrorGrowth times: it counts that share of the floor. A norm's
+  // relative difference is about the elementwise error over the square root of the elements when the
+  // error is noise, so an input larger than the op's output (a linear layer's 512 features to 10
+  // classes, a pooling) shows a smaller part of its error than the output does: it counts that many
+  // times more, as the output would see it.
+  InputError input_errors(const Op& op) const {
+    InputError e;
     const uint64_t out_elements = largest_output_elements(op);
     const bool normalizes = op_kinds::normalizes(op.op_type);
+    const double hidden_share = op_kinds::selects_or_averages(op.op_type) ? kHiddenErrorPassedOn / kErrorGrowth : 1.0;
     for (size_t r : input_rows_of(op)) {
       const CompareRow& row = rows_[r];
       if (!row.compared) continue;
@@ -595,14 +616,62 @@ class OriginFinder {
         const uint64_t elements = shape_numel(row.entry().shape);
         if (elements > out_elements) error *= std::sqrt(static_cast<double>(elements) / static_cast<double>(out_elements));
       }
-      e = std::max(e, error);
-      // Statistics of an input that another dtype rounded may hide up to its floor of error (its norm
-      // bounds the error from below), except where the op normalizes: its output's size cannot grow
-      // with what the input hides.
+      e.measured = std::max(e.measured, error);
       if (row.statistics_only && row.target_precision != row.reference_precision && !normalizes)
-        e = std::max(e, precision_floor(row));
+        e.hidden = std::max(e.hidden, precision_floor(row) * hidden_share);
     }
     return e;
+  }
+  double input_error(const Op& op) const { return input_errors(op).largest(); }
+
+  // The row of an op's input at `slot`: its own, or the output row of the op that produced it (-1: none).
+  int64_t input_row(const Op& op, uint32_t slot) const {
+    if (auto in = op.input_rows.find(slot); in != op.input_rows.end()) return static_cast<int64_t>(in->second);
+    if (!op.exec || slot >= op.exec->inputs.size() || !op.exec->inputs[slot]) return -1;
+    const int64_t p = target_.producer(op, slot);
+    return p < 0 ? -1 : target_.output_row(target_.ops[static_cast<size_t>(p)], op.exec->inputs[slot]);
+  }
+
+  // From statistics: an extreme of an op's output that is its input's, mapped by a monotone function of
+  // slope at most 1 (op_kinds::extremes_kept), moves between the two sides at most as far as the input's
+  // did (kHiddenErrorPassedOn times, with the output's rounding). What moved further, said for the
+  // cause ("its output's min moved by 0.25 where its input's moved by 0.0017: ..."); empty otherwise.
+  std::string extreme_moved(const Op& op) const {
+    const op_kinds::ExtremesKept kept = op_kinds::extremes_kept(op.op_type);
+    if (kept == op_kinds::ExtremesKept::None) return "";
+    const int64_t in = input_row(op, 0);
+    const auto out = op.output_rows.find(0);
+    if (in < 0 || out == op.output_rows.end()) return "";
+    const CompareRow& x = rows_[static_cast<size_t>(in)];
+    const CompareRow& y = rows_[out->second];
+    if (!x.compared || !y.compared || !x.statistics_only || !y.statistics_only || !y.reference ||
+        !y.reference->stats)
+      return "";
+    const double floor = precision_floor(y);
+    for (const StatIndex i : {kStatMax, kStatMin}) {
+      if ((i == kStatMax && kept == op_kinds::ExtremesKept::Min) || (i == kStatMin && kept == op_kinds::ExtremesKept::Max))
+        continue;
+      if (!x.stat_compared[i] || !y.stat_compared[i]) continue;
+      const std::optional<double>& kept_value = i == kStatMax ? y.reference->stats->max : y.reference->stats->min;
+      if (!kept_value || !std::isfinite(x.stat_diff[i]) || !std::isfinite(y.stat_diff[i])) continue;
+      const double allowed = kHiddenErrorPassedOn * std::fabs(x.stat_diff[i]) + floor * std::fabs(*kept_value);
+      if (std::fabs(y.stat_diff[i]) > allowed) {
+        const char* which = i == kStatMax ? "max" : "min";
+        return std::string("its output's ") + which + " moved by " + number(std::fabs(y.stat_diff[i])) +
+               " where its input's moved by " + number(std::fabs(x.stat_diff[i])) + ": " + op.op_type +
+               " keeps its input's " + which + " (mapped by a monotone function of slope at most 1) on each side";
+      }
+    }
+    return "";
+  }
+
+  // Where an op that selects or averages its input's elements was judged by the rounding its inputs'
+  // statistics may hide: the cause says so (that error is counted at its share, not measured).
+  std::string hidden_rounding_note(const Op& op) const {
+    const InputError e = input_errors(op);
+    if (e.hidden <= e.measured || !op_kinds::selects_or_averages(op.op_type)) return "";
+    return "; their statistics may hide their dtype's rounding, which an op that selects or averages elements "
+           "passes on at most " + number(kHiddenErrorPassedOn) + "x: counted as " + number(e.hidden);
   }
 
   // The element count of an op's largest output whose shape is known (0: none).

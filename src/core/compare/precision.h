@@ -13,6 +13,10 @@ inline constexpr double kPrecisionFloorEps = 2.0;
 // times its inputs' error, plus its own precision floor (what a fault-free op amplifies, measured
 // on bf16 and float16 training steps of resnet18 and a transformer: docs/compare.md).
 inline constexpr double kErrorGrowth = 12.0;
+// From statistics, the rounding an input held in a coarser dtype may hide (its precision floor) reaches
+// the output of an op that selects or averages its elements (op_kinds::selects_or_averages) at most
+// this many times, where other ops may grow it kErrorGrowth times.
+inline constexpr double kHiddenErrorPassedOn = 2.0;
 
 // Machine epsilon of a float dtype (2^-7 for bfloat16, 2^-10 float16, 2^-23 float32, 2^-52
 // float64; complex as its parts); 0 for exact types (integers, bool).

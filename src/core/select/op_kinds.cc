@@ -57,6 +57,43 @@ bool normalizes(std::string_view op_type) {
   return ops.count(op_type) > 0;
 }
 
+bool selects_or_averages(std::string_view op_type) {
+  static const std::unordered_set<std::string_view> ops = {
+      "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+      "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
+      "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_max_pool1d",
+      "adaptive_max_pool2d", "adaptive_max_pool3d", "relu", "relu_", "relu6", "relu6_", "hardtanh", "hardtanh_",
+      "leaky_relu", "leaky_relu_", "threshold", "threshold_", "clamp", "clamp_", "clamp_min", "clamp_min_",
+      "clamp_max", "clamp_max_", "constant_pad_nd", "pad", "reflection_pad1d", "reflection_pad2d",
+      "reflection_pad3d", "replication_pad1d", "replication_pad2d", "replication_pad3d", "upsample_nearest1d",
+      "upsample_nearest2d", "upsample_nearest3d", "cat", "concat", "stack", "amax", "amin"};
+  return ops.count(op_type) > 0;
+}
+
+ExtremesKept extremes_kept(std::string_view op_type) {
+  static const std::unordered_map<std::string_view, ExtremesKept> ops = {
+      {"relu", ExtremesKept::Both},          {"relu_", ExtremesKept::Both},
+      {"relu6", ExtremesKept::Both},         {"relu6_", ExtremesKept::Both},
+      {"leaky_relu", ExtremesKept::Both},    {"leaky_relu_", ExtremesKept::Both},
+      {"hardtanh", ExtremesKept::Both},      {"hardtanh_", ExtremesKept::Both},
+      {"clamp", ExtremesKept::Both},         {"clamp_", ExtremesKept::Both},
+      {"clamp_min", ExtremesKept::Both},     {"clamp_min_", ExtremesKept::Both},
+      {"clamp_max", ExtremesKept::Both},     {"clamp_max_", ExtremesKept::Both},
+      {"sigmoid", ExtremesKept::Both},       {"sigmoid_", ExtremesKept::Both},
+      {"tanh", ExtremesKept::Both},          {"tanh_", ExtremesKept::Both},
+      {"hardsigmoid", ExtremesKept::Both},   {"hardsigmoid_", ExtremesKept::Both},
+      {"softplus", ExtremesKept::Both},      {"log_sigmoid", ExtremesKept::Both},
+      {"elu", ExtremesKept::Both},           {"elu_", ExtremesKept::Both},
+      {"max_pool1d", ExtremesKept::Max},     {"max_pool2d", ExtremesKept::Max},
+      {"max_pool3d", ExtremesKept::Max},     {"max_pool1d_with_indices", ExtremesKept::Max},
+      {"max_pool2d_with_indices", ExtremesKept::Max}, {"max_pool3d_with_indices", ExtremesKept::Max},
+      {"adaptive_max_pool1d", ExtremesKept::Max}, {"adaptive_max_pool2d", ExtremesKept::Max},
+      {"adaptive_max_pool3d", ExtremesKept::Max}, {"amax", ExtremesKept::Max},
+      {"amin", ExtremesKept::Min}};
+  auto it = ops.find(op_type);
+  return it == ops.end() ? ExtremesKept::None : it->second;
+}
+
 int copied_input(std::string_view op_type) {
   static const std::unordered_map<std::string_view, int> ops = {
       {"to", 0},      {"_to_copy", 0}, {"contiguous", 0}, {"clone", 0},          {"reshape", 0},

@@ -27,6 +27,15 @@ OPDUMP_ADAPTER_API bool draws_random(std::string_view op_type);
 // It normalizes its input by the input's own statistics (layer, group, instance and RMS norms): its
 // output's size is set by the normalization and its affine parameters, whatever error its input carries.
 bool normalizes(std::string_view op_type);
+// Each output element is one of its input's elements, or an average of some with non-negative weights
+// (pooling, ReLU and its clamps, padding, nearest upsampling, concatenation): the rounding error its
+// input carries reaches its output no larger, where a sum with signed weights (a convolution) can grow it.
+bool selects_or_averages(std::string_view op_type);
+// Which extremes of its output are its first input's, mapped by a monotone function of slope at most 1
+// (ReLU, leaky ReLU, their clamps, sigmoid, tanh, ELU at its usual alpha of 1: both; max pooling, amax: the
+// max; amin: the min).
+enum class ExtremesKept { None, Max, Min, Both };
+ExtremesKept extremes_kept(std::string_view op_type);
 // Ops whose output is memory nothing wrote yet (empty, new_empty, resize_, set_): its bit patterns
 // are whatever the memory held, and may read as NaN/Inf.
 OPDUMP_ADAPTER_API bool leaves_memory_unwritten(std::string_view op_type);
