@@ -457,50 +457,44 @@ TEST(ComparePrecision, FromStatisticsNoGrowthIsJudgedAfterARandomOpDrewOtherwise
   }
 }
 
-// Statistics of a bfloat16 run against float32: an input's norm may hide up to its floor of error, so
-// growth is judged against that floor; but a layer norm's output keeps its size whatever its input
-// hides, so its own change (an eps of 0.1 instead of 1e-5: the norm 4% smaller) is named.
+// Statistics of a bfloat16 run (the target) against float32, three ops: an op whose inputs differ by a few
+// float32 steps, then an op of `type` whose output's norm moves by `moved` (relative), then a linear layer.
+// What the compare names first.
+FirstDivergence first_divergence_of_a_bf16_statistics_chain(const char* type, double moved) {
+  test::TempDir dir;
+  for (const char* side : {"r", "t"}) {
+    const bool target = side[0] == 't';
+    test::DumpSpec spec = statistics_dump();
+    if (target) spec.statistics_dtype = DType::BFloat16;
+    const std::vector<float> out = target ? scaled_ramp(256, moved) : ramp(256, 0);
+    test::write_dump(dir / side, 0, 0,
+                     {{"linear", "Default/net-Net/fc1-Linear/linear-op0", {ramp(256, 0)}, {ramp(256, 3 * target)}, {1}, {2}},
+                      {type, std::string("Default/net-Net/m-Module/") + type + "-op0", {ramp(256, 3 * target)}, {out}, {2}, {3}},
+                      {"linear", "Default/net-Net/fc2-Linear/linear-op0", {out}, {out}, {3}, {4}}},
+                     spec);
+  }
+  return test::compare_pair(dir).first_divergence;
+}
+
+// An input's norm may hide up to its floor of error, so growth is judged against that floor; but a layer
+// norm's output keeps its size whatever its input hides, so its own change (an eps of 0.1 instead of 1e-5:
+// the norm 4% smaller) is named.
 TEST(ComparePrecision, FromStatisticsANormalizingOpIsJudgedByItsInputsMeasuredError) {
   for (const char* type : {"layer_norm", "gelu"}) {
-    test::TempDir dir;
-    for (const char* side : {"r", "t"}) {
-      const bool target = side[0] == 't';
-      test::DumpSpec spec = statistics_dump();
-      if (target) spec.statistics_dtype = DType::BFloat16;
-      const std::vector<float> normed = target ? scaled_ramp(256, -0.042) : ramp(256, 0);
-      test::write_dump(dir / side, 0, 0,
-                       {{"linear", "Default/net-Net/fc1-Linear/linear-op0", {ramp(256, 0)}, {ramp(256, 3 * target)}, {1}, {2}},
-                        {type, std::string("Default/net-Net/n-Norm/") + type + "-op0", {ramp(256, 3 * target)}, {normed}, {2}, {3}},
-                        {"linear", "Default/net-Net/fc2-Linear/linear-op0", {normed}, {normed}, {3}, {4}}},
-                       spec);
-    }
-    const auto& f = test::compare_pair(dir).first_divergence;
+    const FirstDivergence f = first_divergence_of_a_bf16_statistics_chain(type, -0.042);
     const bool normalizes = std::string(type) == "layer_norm";
     EXPECT_EQ(f.found, normalizes) << type << ": " << f.op.op_name << ": " << f.cause;  // gelu: within 12x the floor
     if (normalizes) EXPECT_EQ(f.op.op_type, "layer_norm") << f.cause;
   }
 }
 
-// Statistics of a bfloat16 run against float32: an op that selects or averages its input's elements
-// (a pooling) passes the rounding its input's statistics may hide on at most twice, not 12 times, so an
-// average pooling that counts its padding (its output's norm 7% smaller, from inputs whose statistics
-// agree within bfloat16's rounding) is named, where a convolution with the same numbers may have grown
-// that rounding (within 12x the floor: not named).
+// An op that selects or averages its input's elements (a pooling) passes the rounding its input's
+// statistics may hide on at most twice, not 12 times, so an average pooling that counts its padding (its
+// output's norm 7% smaller, from inputs whose statistics agree within bfloat16's rounding) is named, where a
+// convolution with the same numbers may have grown that rounding (within 12x the floor: not named).
 TEST(ComparePrecision, FromStatisticsAnOpThatSelectsOrAveragesPassesOnOnlyTwiceTheRoundingItsInputsHide) {
   for (const char* type : {"avg_pool2d", "conv2d"}) {
-    test::TempDir dir;
-    for (const char* side : {"r", "t"}) {
-      const bool target = side[0] == 't';
-      test::DumpSpec spec = statistics_dump();
-      if (target) spec.statistics_dtype = DType::BFloat16;
-      const std::vector<float> pooled = target ? scaled_ramp(256, -0.07) : ramp(256, 0);
-      test::write_dump(dir / side, 0, 0,
-                       {{"conv2d", "Default/net-Net/c1-Conv2d/conv2d-op0", {ramp(256, 0)}, {ramp(256, 3 * target)}, {1}, {2}},
-                        {type, std::string("Default/net-Net/p-Pool/") + type + "-op0", {ramp(256, 3 * target)}, {pooled}, {2}, {3}},
-                        {"linear", "Default/net-Net/fc-Linear/linear-op0", {pooled}, {pooled}, {3}, {4}}},
-                       spec);
-    }
-    const auto& f = test::compare_pair(dir).first_divergence;
+    const FirstDivergence f = first_divergence_of_a_bf16_statistics_chain(type, -0.07);
     const bool selects = std::string(type) == "avg_pool2d";
     EXPECT_EQ(f.found, selects) << type << ": " << f.op.op_name << ": " << f.cause;
     if (selects) {
