@@ -429,13 +429,6 @@ class OriginFinder {
         if (one_side) return origin_one_side(one_side->first, one_side->second, c);
         return origin_output(c, {}, {}, false, {}, in_error, check->detail);
       }
-    // With only statistics to go on, the growth of error says nothing an origin could be told by
-    // where sums cancel (gradients over a batch, the optimizer's updates outside the model) or where
-    // parameters already differ by what an earlier step's rounding did to them (a re-run's
-    // conditioning would tell; statistics cannot).
-    // An op whose inputs already differ and that draws random numbers (dropout) differs by its draws
-    // where the two sides drew differently (PyTorch 2.x against 1.13 from one seed): no growth of error
-    // says anything about it.
     // From statistics, extremes an op keeps from its input move only as far as the input's did, on each
     // side exactly, whatever the input carries: none of the excuses of growth below applies to them.
     if ((carried || in_error > 0) && statistics_only(op))
@@ -443,10 +436,17 @@ class OriginFinder {
         if (one_side) return origin_one_side(one_side->first, one_side->second, c);
         return origin_output(c, {}, {}, false, {}, in_error, "", moved);
       }
+    // An op whose inputs already differ and that draws random numbers (dropout) differs by its draws
+    // where the two sides drew differently (PyTorch 2.x against 1.13 from one seed): no growth of error
+    // says anything about it.
     if ((carried || in_error > 0) && op_kinds::draws_random(op.op_type)) {
       grown_.insert(c);
       return false;
     }
+    // With only statistics to go on, the growth of error says nothing an origin could be told by
+    // where sums cancel (gradients over a batch, the optimizer's updates outside the model) or where
+    // parameters already differ by what an earlier step's rounding did to them (a re-run's
+    // conditioning would tell; statistics cannot).
     const bool outside_model = std::count(op.op_name.begin(), op.op_name.end(), '/') < 2;
     if ((carried || in_error > 0) && statistics_only(op) &&
         (op.backward() || outside_model || carried_state || parameters_differ_by(op) || drawn_otherwise_before(op))) {
