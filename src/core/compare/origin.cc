@@ -577,11 +577,8 @@ class OriginFinder {
     for (const auto& [slot, r] : op.input_rows) out.push_back(r);
     if (op.exec)
       for (size_t s = 0; s < op.exec->inputs.size(); ++s) {
-        if (op.input_rows.count(static_cast<uint32_t>(s)) || !op.exec->inputs[s]) continue;
-        const int64_t p = target_.producer(op, s);
-        if (p < 0) continue;
-        const int64_t row = target_.output_row(target_.ops[static_cast<size_t>(p)], op.exec->inputs[s]);
-        if (row >= 0) out.push_back(static_cast<size_t>(row));
+        if (op.input_rows.count(static_cast<uint32_t>(s))) continue;
+        if (const int64_t row = input_row(op, static_cast<uint32_t>(s)); row >= 0) out.push_back(static_cast<size_t>(row));
       }
     return out;
   }
